@@ -1,0 +1,32 @@
+"""Provider tool gates: may the ``update_short_term_memory`` tool be offered?"""
+
+from __future__ import annotations
+
+from hookspecs import hookspec
+
+
+class ToolGateSpecs:
+    @hookspec
+    def stm_tool_available(self, provider: str, has_tools: bool, stm_enabled: bool,
+                           explicit_long_term_intent: bool) -> bool | None:
+        """Vote on whether the STM tool (and so the nudge) is available.
+
+        When: while building a turn's context and its tool schema, and again
+        before a tool call is applied. Answers are memoized per argument tuple
+        until the plugin set changes, so the answer must depend on the
+        arguments only.
+
+        :param provider: the turn's LLM provider key (``"openai"``, ``"novelai"``...).
+        :param has_tools: the provider/model supports tool calls at all.
+        :param stm_enabled: the server's short-term-memory capability switch.
+        :param explicit_long_term_intent: the user asked for a long-term action.
+        :return: ``False`` to deny (any ``False`` wins), ``True`` to allow, or
+            ``None`` to abstain. With no ``False`` the tool is available.
+
+        Example (a provider without tool support)::
+
+            @hookimpl
+            def stm_tool_available(provider):
+                return False if provider == "textsynth" else None
+        """
+        raise NotImplementedError

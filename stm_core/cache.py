@@ -1,0 +1,191 @@
+"""The bounded write-through cache above the storage adapter.
+
+Rules (DESIGN, Storage):
+
+* it is filled only from what the database returned (loads, and the rows a
+  committed write returned), never from values computed in Python;
+* a row replaces a cached one only if its ``rev`` is not older, so writes that
+  finish out of order cannot roll the cache back;
+* every map is an LRU with a configured bound, so memory stays flat however
+  many servers, users and channels are touched.
+
+Views are per server (settings; server-scope memories) and per user (prefs;
+user-scope memories), because that is what one turn reads.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from typing import Generic, TypeVar
+
+import attrs
+
+from stm_core.storage.records import MemoryKey, MemoryRecord, ServerSettings, UserPrefs
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """A dict bounded to ``maxsize`` entries; reads refresh recency."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self.evictions = 0
+
+    def get(self, key: K) -> V | None:
+        data = self._data
+        value = data.get(key)
+        if value is not None:
+            data.move_to_end(key)
+        return value
+
+    def peek(self, key: K) -> V | None:
+        return self._data.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        data = self._data
+        data[key] = value
+        data.move_to_end(key)
+        if len(data) > self.maxsize:
+            data.popitem(last=False)
+            self.evictions += 1
+
+    def pop(self, key: K) -> V | None:
+        return self._data.pop(key, None)
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def values(self) -> Iterator[V]:
+        return iter(list(self._data.values()))
+
+
+@attrs.define
+class MemoryView:
+    """Memory rows of one server (server scope) or one user (user scope).
+
+    ``records`` holds every row updated within the load window plus rows
+    written or probed since; ``absent`` remembers keys probed and not found,
+    so a warm turn on a channel without a row makes no database call.
+    """
+
+    records: dict[MemoryKey, MemoryRecord] = attrs.field(factory=dict)
+    absent: set[MemoryKey] = attrs.field(factory=set)
+
+    def apply(self, record: MemoryRecord) -> None:
+        current = self.records.get(record.key)
+        if current is None or record.rev >= current.rev:
+            self.records[record.key] = record
+        self.absent.discard(record.key)
+
+    def forget(self, key: MemoryKey) -> None:
+        self.records.pop(key, None)
+        self.absent.add(key)
+
+
+@attrs.define
+class UserView:
+    prefs: UserPrefs
+    memories: MemoryView
+
+
+@attrs.define
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    loads: int = 0
+    stores: int = 0
+    invalidations: int = 0
+
+    @property
+    def hit_rate(self) -> str:
+        total = self.hits + self.misses
+        return f"{100 * self.hits / total:.1f}%" if total else "0%"
+
+
+class MemoryCache:
+    """Settings, server memories and user state, each in its own LRU."""
+
+    def __init__(self, *, max_servers: int, max_users: int) -> None:
+        self.settings: LRU[str, ServerSettings] = LRU(max_servers)
+        self.servers: LRU[str, MemoryView] = LRU(max_servers)
+        self.users: LRU[str, UserView] = LRU(max_users)
+        self.stats = CacheStats()
+        # Views being loaded: writes that commit meanwhile are replayed onto
+        # the loaded view before it is installed, so a load never hides them.
+        self._loading: dict[tuple[str, str], list[MemoryRecord | MemoryKey]] = {}
+
+    @staticmethod
+    def _scope_of(key: MemoryKey) -> tuple[str, str]:
+        return ("server", key.server_id) if key.scope_kind == "server" else ("user", key.user_id)
+
+    def _view_for(self, key: MemoryKey) -> MemoryView | None:
+        if key.scope_kind == "server":
+            return self.servers.peek(key.server_id)
+        return self._user_memories(key.user_id)
+
+    def apply(self, records: Iterable[MemoryRecord]) -> None:
+        """Mirror committed rows into whichever cached view holds their scope."""
+        for record in records:
+            view = self._view_for(record.key)
+            if view is not None:
+                view.apply(record)
+                self.stats.stores += 1
+            pending = self._loading.get(self._scope_of(record.key))
+            if pending is not None:
+                pending.append(record)
+
+    def forget(self, keys: Iterable[MemoryKey]) -> None:
+        """Mirror deleted rows."""
+        for key in keys:
+            view = self._view_for(key)
+            if view is not None:
+                view.forget(key)
+                self.stats.invalidations += 1
+            pending = self._loading.get(self._scope_of(key))
+            if pending is not None:
+                pending.append(key)
+
+    def begin_load(self, kind: str, ident: str) -> None:
+        self._loading.setdefault((kind, ident), [])
+
+    def end_load(self, kind: str, ident: str, view: MemoryView | None) -> None:
+        """Replay what committed during the load onto ``view`` (if any)."""
+        pending = self._loading.pop((kind, ident), [])
+        if view is None:
+            return
+        for item in pending:
+            if isinstance(item, MemoryRecord):
+                view.apply(item)
+            else:
+                view.forget(item)
+
+    def _user_memories(self, user_id: str) -> MemoryView | None:
+        user = self.users.peek(user_id)
+        return user.memories if user is not None else None
+
+    def put_settings(self, settings: ServerSettings) -> None:
+        self.settings.put(settings.server_id, settings)
+
+    def put_prefs(self, prefs: UserPrefs) -> None:
+        user = self.users.peek(prefs.user_id)
+        if user is not None:
+            user.prefs = prefs
+
+    def clear(self) -> None:
+        self.settings.clear()
+        self.servers.clear()
+        self.users.clear()
+        self.stats.invalidations += 1
+
+    def size(self) -> int:
+        return len(self.settings) + len(self.servers) + len(self.users)

@@ -1,0 +1,44 @@
+"""The errors stm raises. Every message says what was wrong and what is allowed."""
+
+from __future__ import annotations
+
+
+class StmError(Exception):
+    """Base class of every error stm raises on purpose."""
+
+
+class ValidationError(StmError, ValueError):
+    """A person or a model sent a value stm does not accept.
+
+    ``field`` names the input; ``allowed`` says what would have been accepted.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None,
+                 allowed: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.allowed = allowed
+
+
+class TemplateError(ValidationError):
+    """A prompt template uses syntax stm refuses (attribute access, indexes, formats)."""
+
+
+class ConfigurationError(StmError):
+    """Settings or environment variables that cannot work together."""
+
+
+class UnknownDatabaseURL(ConfigurationError):
+    """No registered storage adapter claims the URL's scheme."""
+
+
+class PluginError(StmError):
+    """A plugin failed to load or two plugins claim the same key."""
+
+
+class StorageError(StmError):
+    """The database failed a write; nothing was cached from it."""
+
+
+class PermissionDenied(StmError):
+    """The acting user may not perform this admin action."""

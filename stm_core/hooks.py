@@ -1,0 +1,164 @@
+"""The one typed facade through which stm calls plugins.
+
+Nothing else touches ``pm.hook``. Registration-style hooks are called once per
+plugin set; per-provider answers are memoized per argument tuple. Everything is
+recomputed when the plugin manager's ``generation`` moves, so the per-turn
+path costs dictionary lookups, not hook calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
+
+from stm_core.errors import PluginError, UnknownDatabaseURL
+from stm_core.plugin_types import (
+    MentionConverter,
+    RenderMode,
+    StorageAdapterSpec,
+    ToolFormat,
+    VisibilityPolicy,
+)
+from stm_core.plugins import StmPluginManager
+
+T = TypeVar("T")
+DEFAULT_TOOL_FORMAT = "openai"
+
+
+class Hooks:
+    """Typed, memoizing access to the plugins of one manager."""
+
+    def __init__(self, pm: StmPluginManager) -> None:
+        self.pm = pm
+        self._generation = -1
+        self._memo: dict[Any, Any] = {}
+
+    # -- memo plumbing -----------------------------------------------------
+    def _cached(self, key: Any, compute: Callable[[], T]) -> T:
+        if self._generation != self.pm.generation:
+            self._memo.clear()
+            self._generation = self.pm.generation
+        try:
+            return cast(T, self._memo[key])
+        except KeyError:
+            value = compute()
+            self._memo[key] = value
+            return value
+
+    @property
+    def generation(self) -> int:
+        return self.pm.generation
+
+    def _owners(self, hook_name: str, matches: Callable[[Any], bool]) -> list[str]:
+        """Names of the plugins whose answer to a registration hook matches."""
+        owners = []
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            for record in impl.function() or ():
+                if matches(record):
+                    owners.append(impl.plugin_name)
+        return owners
+
+    def _registry(self, hook_name: str, key_of: Callable[[T], Iterable[str]],
+                  what: str) -> dict[str, T]:
+        registry: dict[str, T] = {}
+        for batch in getattr(self.pm.hook, hook_name)():
+            for record in batch or ():
+                for key in key_of(record):
+                    if key in registry:
+                        owners = self._owners(hook_name, lambda r, k=key: k in key_of(r))
+                        raise PluginError(
+                            f"{what} {key!r} is registered by more than one plugin: "
+                            + " and ".join(repr(o) for o in owners))
+                    registry[key] = record
+        return registry
+
+    # -- storage -------------------------------------------------------------
+    def storage_schemes(self) -> dict[str, StorageAdapterSpec]:
+        return self._cached("storage", lambda: self._registry(
+            "stm_register_storage_adapters", lambda s: s.schemes, "storage scheme"))
+
+    def storage_adapter_for(self, url: str) -> StorageAdapterSpec:
+        scheme = url.split("://", 1)[0] if "://" in url else ""
+        specs = self.storage_schemes()
+        if scheme not in specs:
+            known = ", ".join(sorted(f"{s}://" for s in specs)) or "none"
+            raise UnknownDatabaseURL(
+                f"no storage adapter claims the URL scheme {scheme + '://' if scheme else url!r}; "
+                f"registered schemes: {known}")
+        return specs[scheme]
+
+    # -- gates ---------------------------------------------------------------
+    def tool_available(self, provider: str, has_tools: bool, stm_enabled: bool,
+                       explicit_long_term_intent: bool) -> bool:
+        key = ("gate", provider, has_tools, stm_enabled, explicit_long_term_intent)
+        return self._cached(key, lambda: False not in self.pm.hook.stm_tool_available(
+            provider=provider, has_tools=has_tools, stm_enabled=stm_enabled,
+            explicit_long_term_intent=explicit_long_term_intent))
+
+    # -- phrasing --------------------------------------------------------------
+    def nudge_template(self, provider: str, mode: str) -> str:
+        return self._cached(("nudge", provider, mode), lambda: self._required_text(
+            self.pm.hook.stm_nudge_template(provider=provider, mode=mode), "stm_nudge_template"))
+
+    def tool_description(self, provider: str, mode: str) -> str:
+        return self._cached(("tooldesc", provider, mode), lambda: self._required_text(
+            self.pm.hook.stm_tool_description(provider=provider, mode=mode),
+            "stm_tool_description"))
+
+    @staticmethod
+    def _required_text(value: object, hook: str) -> str:
+        if not isinstance(value, str):
+            raise PluginError(f"no plugin answered {hook} with a string (got {value!r})")
+        return value
+
+    # -- render modes -------------------------------------------------------------
+    def render_modes(self) -> dict[str, RenderMode]:
+        return self._cached("render", lambda: self._registry(
+            "stm_register_render_modes", lambda m: (m.key,), "render mode"))
+
+    # -- macros ----------------------------------------------------------------------
+    def macros(self, provider: str) -> Mapping[str, str]:
+        def compute() -> dict[str, str]:
+            merged: dict[str, str] = {}
+            # Hook order is most-recently-registered first; the first answer wins.
+            for answer in self.pm.hook.stm_prompt_macros(provider=provider):
+                for name, value in (answer or {}).items():
+                    merged.setdefault(name, value)
+            return merged
+        return self._cached(("macros", provider), compute)
+
+    # -- mentions / visibility / annotations -------------------------------------------
+    def mention_converters(self) -> tuple[MentionConverter, ...]:
+        return self._cached("mentions", lambda: tuple(
+            c for batch in self.pm.hook.stm_mention_converters() for c in (batch or ())))
+
+    def visibility_policies(self) -> tuple[VisibilityPolicy, ...]:
+        return self._cached("visibility", lambda: tuple(
+            p for batch in self.pm.hook.stm_visibility_policies() for p in (batch or ())))
+
+    def annotation_pattern(self) -> re.Pattern[str] | None:
+        def compute() -> re.Pattern[str] | None:
+            patterns = [p for batch in self.pm.hook.stm_annotation_patterns()
+                        for p in (batch or ())]
+            return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+        return self._cached("annotations", compute)
+
+    # -- tool formats ----------------------------------------------------------------
+    def tool_formats(self) -> dict[str, ToolFormat]:
+        return self._cached("toolformats", lambda: self._registry(
+            "stm_register_tool_formats", lambda f: (f.key,), "tool format"))
+
+    def tool_format_for_provider(self, provider: str) -> ToolFormat:
+        def compute() -> ToolFormat:
+            formats = self.tool_formats()
+            by_provider = self._registry("stm_register_tool_formats",
+                                         lambda f: tuple(f.providers),
+                                         "tool format provider")
+            if provider in by_provider:
+                return by_provider[provider]
+            if DEFAULT_TOOL_FORMAT not in formats:
+                raise PluginError(f"no tool format for provider {provider!r} and no "
+                                  f"{DEFAULT_TOOL_FORMAT!r} format registered")
+            return formats[DEFAULT_TOOL_FORMAT]
+        return self._cached(("toolformat", provider), compute)

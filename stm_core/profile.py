@@ -1,0 +1,178 @@
+"""A server's effective STM configuration, composed once per settings change.
+
+``ServerProfile`` resolves stored settings against defaults (mode, categories,
+slugs, labels, cadence, render mode, depths). ``PromptSet`` adds a provider's
+prompts: the nudge, the tool description and the category descriptions, already
+expanded (``{category_labels}``, macros) and sanitised; only mention conversion
+is left for the turn. Both are memoized, so the per-turn path does no template
+work.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+
+from stm_core.settings import (
+    DEFAULT_CONTENT_DEPTH,
+    DEFAULT_NUDGE_DEPTH,
+    DEFAULT_REFRESH_CADENCE,
+    DEFAULT_RENDER_MODE,
+    Settings,
+)
+from stm_core.slugs import build_slug_map
+from stm_core.storage.records import CategoryRecord, ServerSettings
+from stm_core.templates import expand, sanitize
+
+if TYPE_CHECKING:
+    from stm_core.hooks import Hooks
+    from stm_core.plugin_types import RenderMode
+
+log = logging.getLogger("stm.profile")
+
+Mode = Literal["summary", "category"]
+
+DEFAULT_CATEGORY = CategoryRecord(
+    position=0,
+    label="summary",
+    description="A running summary of recent events, topics, and context from this "
+                "conversation.",
+)
+
+
+def detect_mode(categories: tuple[CategoryRecord, ...]) -> Mode:
+    """Summary (fallback) mode: exactly one category labelled ``summary``
+    (any case). Anything else, including ``Summary!``, is category mode."""
+    if len(categories) == 1 and categories[0].label.lower() == "summary":
+        return "summary"
+    return "category"
+
+
+@attrs.frozen(kw_only=True)
+class ServerProfile:
+    settings: ServerSettings | None
+    mode: Mode
+    categories: tuple[CategoryRecord, ...]
+    #: slug -> label, in position order.
+    slug_map: dict[str, str]
+    category_labels: str
+    refresh_cadence: int
+    render_mode: RenderMode
+    crude_message_count: int
+    nudge_injection_depth: int
+    content_injection_depth: int
+    stm_enabled: bool
+    private_channel_ids: frozenset[str]
+    privacy_bypass: bool
+
+
+@attrs.frozen(kw_only=True)
+class PromptSet:
+    """A provider's prompts for one server, expanded and sanitised."""
+
+    nudge: str
+    tool_description: str
+    #: slug -> description (category mode) or {"summary": ...} (summary mode).
+    field_descriptions: dict[str, str]
+
+
+SUMMARY_FIELD_DESCRIPTION = (
+    "A comprehensive summary of the current story or conversation's key points, topics "
+    "or context, focused on what may matter for later messages, with enough helpful detail."
+)
+
+
+def build_profile(settings: ServerSettings | None, hooks: Hooks,
+                  env: Settings) -> ServerProfile:
+    s = settings or ServerSettings(server_id="")
+    categories = s.categories or (DEFAULT_CATEGORY,)
+    slug_map = build_slug_map([c.label for c in categories])
+    modes = hooks.render_modes()
+    key = s.render_mode or DEFAULT_RENDER_MODE
+    if key not in modes:
+        log.warning("server %s uses render mode %r, which no plugin registers; using %r",
+                    s.server_id, key, DEFAULT_RENDER_MODE)
+        key = DEFAULT_RENDER_MODE
+    return ServerProfile(
+        settings=settings,
+        mode=detect_mode(categories),
+        categories=categories,
+        slug_map=slug_map,
+        category_labels=", ".join(c.label for c in categories),
+        refresh_cadence=s.refresh_cadence or DEFAULT_REFRESH_CADENCE,
+        render_mode=modes[key],
+        crude_message_count=s.crude_message_count or env.default_crude_message_count,
+        nudge_injection_depth=(DEFAULT_NUDGE_DEPTH if s.nudge_injection_depth is None
+                               else s.nudge_injection_depth),
+        content_injection_depth=(DEFAULT_CONTENT_DEPTH if s.content_injection_depth is None
+                                 else s.content_injection_depth),
+        stm_enabled=s.stm_enabled is not False,
+        private_channel_ids=s.private_channel_ids,
+        privacy_bypass=s.privacy_bypass,
+    )
+
+
+def build_prompts(profile: ServerProfile, provider: str, hooks: Hooks) -> PromptSet:
+    """Expand then sanitise, in the reference's order: ``{category_labels}``
+    (category mode only, every occurrence), macros, placeholder sanitising."""
+    macros = hooks.macros(provider)
+    values = dict(macros)
+    if profile.mode == "category":
+        values["category_labels"] = profile.category_labels
+    else:
+        values.pop("category_labels", None)
+
+    def finish(text: str) -> str:
+        return sanitize(expand(text, values))
+
+    s = profile.settings
+    nudge = (s.update_nudge_override if s is not None and s.update_nudge_override
+             else hooks.nudge_template(provider, profile.mode))
+    description = (s.tool_description_override
+                   if s is not None and s.tool_description_override
+                   else hooks.tool_description(provider, profile.mode))
+    if profile.mode == "summary":
+        fields = {"summary": SUMMARY_FIELD_DESCRIPTION}
+    else:
+        by_label: dict[str, str] = {}
+        for c in profile.categories:
+            by_label.setdefault(c.label, c.description)
+        fields = {slug: finish(by_label.get(label, label))
+                  for slug, label in profile.slug_map.items()}
+    return PromptSet(nudge=finish(nudge), tool_description=finish(description),
+                     field_descriptions=fields)
+
+
+class ProfileCache:
+    """Memo of profiles (per settings object) and prompts (per provider)."""
+
+    def __init__(self, hooks: Hooks, env: Settings, maxsize: int = 4096) -> None:
+        self._hooks = hooks
+        self._env = env
+        self._maxsize = maxsize
+        self._profiles: dict[str, tuple[ServerSettings | None, int, ServerProfile]] = {}
+        self._prompts: dict[tuple[str, str], tuple[ServerProfile, int, PromptSet]] = {}
+
+    def profile(self, server_id: str, settings: ServerSettings | None) -> ServerProfile:
+        gen = self._hooks.generation
+        hit = self._profiles.get(server_id)
+        if hit is not None and hit[0] is settings and hit[1] == gen:
+            return hit[2]
+        profile = build_profile(settings, self._hooks, self._env)
+        if len(self._profiles) >= self._maxsize:
+            self._profiles.clear()
+        self._profiles[server_id] = (settings, gen, profile)
+        return profile
+
+    def prompts(self, server_id: str, profile: ServerProfile, provider: str) -> PromptSet:
+        gen = self._hooks.generation
+        hit = self._prompts.get((server_id, provider))
+        if hit is not None and hit[0] is profile and hit[1] == gen:
+            return hit[2]
+        prompts = build_prompts(profile, provider, self._hooks)
+        if len(self._prompts) >= self._maxsize:
+            self._prompts.clear()
+        self._prompts[(server_id, provider)] = (profile, gen, prompts)
+        return prompts

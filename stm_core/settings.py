@@ -1,0 +1,159 @@
+"""Process-wide settings: the spec's environment variables, or a ``Settings`` in code.
+
+``Settings.from_env()`` reads the variables below; a host that configures in code
+builds ``Settings(...)`` directly (``attrs.evolve`` to change one field).
+
+=============================================== ======= =====================================
+variable                                        default meaning
+=============================================== ======= =====================================
+SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT   6       crude lines rendered when a server set none
+SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS            3       cap on other-channel memories
+SHORT_TERM_MEMORY_TTL_HOURS                     12      TTL of entries without a summary
+SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS             24      TTL of entries with a summary
+SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH            1500    max chars of a summary or category value
+SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL      10      crude messages stored per channel
+STM_MAX_CATEGORIES                              5       categories per server
+STM_JANITOR_RETENTION_DAYS                      90      rows untouched this long are purged
+STM_FRESH_WINDOW_MINUTES                        60      a memory this young counts as fresh
+STM_FRESH_INJECTION_DEPTH                       2       ceiling depth of a fresh content block
+STM_DATABASE_URL                                (none)  database URL for the ``stm`` command
+STM_CACHE_MAX_SERVERS                           2000    servers kept in the cache (LRU)
+STM_CACHE_MAX_USERS                             5000    users kept in the cache (LRU)
+STM_JANITOR_INTERVAL_HOURS                      24      time between janitor runs
+STM_JANITOR_BATCH_SIZE                          1000    rows deleted per janitor batch
+STM_JANITOR_PAUSE_MS                            20      pause between batches, so turns never stall
+STM_SQLITE_SYNCHRONOUS                          NORMAL  SQLite ``synchronous`` (NORMAL or FULL)
+=============================================== ======= =====================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from stm_core.errors import ConfigurationError
+
+HOUR_MS = 3_600_000
+MINUTE_MS = 60_000
+DAY_MS = 86_400_000
+
+
+def _positive(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
+    if value < 1:
+        raise ConfigurationError(f"{attribute.name} must be at least 1, got {value}")
+
+
+def _non_negative(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
+    if value < 0:
+        raise ConfigurationError(f"{attribute.name} must be 0 or more, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    default_crude_message_count: int = attrs.field(default=6, validator=_positive)
+    max_other_channels: int = attrs.field(default=3, validator=_non_negative)
+    ttl_hours: float = 12.0
+    summary_ttl_hours: float = 24.0
+    max_summary_length: int = attrs.field(default=1500, validator=_positive)
+    max_messages_per_channel: int = attrs.field(default=10, validator=_positive)
+    max_categories: int = attrs.field(default=5, validator=_positive)
+    janitor_retention_days: float = 90.0
+    fresh_window_minutes: float = 60.0
+    fresh_injection_depth: int = attrs.field(default=2, validator=_non_negative)
+    database_url: str | None = None
+    cache_max_servers: int = attrs.field(default=2000, validator=_positive)
+    cache_max_users: int = attrs.field(default=5000, validator=_positive)
+    janitor_interval_hours: float = 24.0
+    janitor_batch_size: int = attrs.field(default=1000, validator=_positive)
+    janitor_pause_ms: int = attrs.field(default=20, validator=_non_negative)
+    sqlite_synchronous: str = attrs.field(default="NORMAL")
+
+    @sqlite_synchronous.validator
+    def _check_sync(self, attribute: attrs.Attribute[Any], value: str) -> None:
+        if value.upper() not in {"NORMAL", "FULL"}:
+            raise ConfigurationError(
+                f"STM_SQLITE_SYNCHRONOUS must be NORMAL or FULL, got {value!r}")
+
+    @property
+    def crude_ttl_ms(self) -> int:
+        return int(self.ttl_hours * HOUR_MS)
+
+    @property
+    def summary_ttl_ms(self) -> int:
+        return int(self.summary_ttl_hours * HOUR_MS)
+
+    @property
+    def longest_ttl_ms(self) -> int:
+        return max(self.crude_ttl_ms, self.summary_ttl_ms)
+
+    @property
+    def fresh_window_ms(self) -> int:
+        return int(self.fresh_window_minutes * MINUTE_MS)
+
+    @property
+    def retention_ms(self) -> int:
+        return int(self.janitor_retention_days * DAY_MS)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from environment variables; unset ones keep their default.
+
+        Raises :class:`ConfigurationError` naming the variable when a value
+        cannot be parsed or is out of range.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for var, (name, parse) in ENV_VARS.items():
+            raw = env.get(var)
+            if raw is None or raw.strip() == "":
+                continue
+            try:
+                values[name] = parse(raw.strip())
+            except ValueError:
+                raise ConfigurationError(
+                    f"{var}={raw!r} is not a valid {parse.__name__}") from None
+        try:
+            return cls(**values)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"invalid environment: {exc}") from None
+
+
+def _str(raw: str) -> str:
+    return raw
+
+
+ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT": ("default_crude_message_count", int),
+    "SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS": ("max_other_channels", int),
+    "SHORT_TERM_MEMORY_TTL_HOURS": ("ttl_hours", float),
+    "SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS": ("summary_ttl_hours", float),
+    "SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH": ("max_summary_length", int),
+    "SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL": ("max_messages_per_channel", int),
+    "STM_MAX_CATEGORIES": ("max_categories", int),
+    "STM_JANITOR_RETENTION_DAYS": ("janitor_retention_days", float),
+    "STM_FRESH_WINDOW_MINUTES": ("fresh_window_minutes", float),
+    "STM_FRESH_INJECTION_DEPTH": ("fresh_injection_depth", int),
+    "STM_DATABASE_URL": ("database_url", _str),
+    "STM_CACHE_MAX_SERVERS": ("cache_max_servers", int),
+    "STM_CACHE_MAX_USERS": ("cache_max_users", int),
+    "STM_JANITOR_INTERVAL_HOURS": ("janitor_interval_hours", float),
+    "STM_JANITOR_BATCH_SIZE": ("janitor_batch_size", int),
+    "STM_JANITOR_PAUSE_MS": ("janitor_pause_ms", int),
+    "STM_SQLITE_SYNCHRONOUS": ("sqlite_synchronous", _str),
+}
+
+#: Ranges of the per-server parameters (admin API, CLI, import all enforce them).
+REFRESH_CADENCE_RANGE = (1, 100)
+NUDGE_DEPTH_RANGE = (0, 20)
+CONTENT_DEPTH_RANGE = (-1, 20)
+RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
+DEFAULT_REFRESH_CADENCE = 5
+DEFAULT_RENDER_MODE = "crude_summary"
+DEFAULT_NUDGE_DEPTH = 2
+DEFAULT_CONTENT_DEPTH = -1
+#: Max chars of an override or category text typed by an admin.
+MAX_PROMPT_OVERRIDE_LENGTH = 4000
+MAX_CATEGORY_LINE_LENGTH = 1000

@@ -1,0 +1,114 @@
+"""The contract every storage adapter fulfils.
+
+Adapters are async objects. The database is the source of truth: every write
+method commits before it returns and returns the rows *as committed* (the
+cache above the adapter is filled only from these). Counters change only in
+SQL. A write method given several writes applies them in one transaction.
+
+The core never calls an adapter from ``build_context`` once the cache is
+warm; cold reads are bounded (a server's or a user's rows touched within the
+longest TTL, plus point lookups).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from stm_core.storage.records import (
+    CaptureWrite,
+    CategoryRecord,
+    MemoryFilter,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    SchemaStatus,
+    ServerSettings,
+    UserPrefs,
+)
+
+
+@runtime_checkable
+class StorageAdapter(Protocol):
+    """Async storage behind the cache. See :mod:`stm_core.testing.conformance`."""
+
+    #: Short name for logs and ``stm plugins`` (e.g. ``"sqlite"``).
+    name: str
+
+    async def setup(self) -> SchemaStatus:
+        """Create or upgrade the schema; idempotent and safe to call twice."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and threads. Pending writes finish first."""
+        ...
+
+    # -- reads -------------------------------------------------------------
+    async def load_server_settings(self, server_id: str) -> ServerSettings:
+        """The server's settings and categories; defaults when it has none."""
+        ...
+
+    async def load_server_memories(self, server_id: str, *,
+                                   updated_since_ms: int) -> list[MemoryRecord]:
+        """Server-scope rows of ``server_id`` updated at or after the bound."""
+        ...
+
+    async def load_user_prefs(self, user_id: str) -> UserPrefs:
+        ...
+
+    async def load_user_memories(self, user_id: str, *,
+                                 updated_since_ms: int) -> list[MemoryRecord]:
+        """User-scope rows of ``user_id`` (all servers and DMs) updated since the bound."""
+        ...
+
+    async def get_memory(self, key: MemoryKey) -> MemoryRecord | None:
+        ...
+
+    async def list_memories(self, flt: MemoryFilter) -> list[MemoryRecord]:
+        """Rows matching the filter (admin views). An empty filter is an error."""
+        ...
+
+    # -- per-turn writes ---------------------------------------------------
+    async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
+        """Apply crude captures in one transaction; rows returned in order."""
+        ...
+
+    async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
+        """Apply summary/category writes in one transaction; rows returned in order."""
+        ...
+
+    # -- admin writes --------------------------------------------------------
+    async def update_server_settings(self, server_id: str, changes: Mapping[str, object],
+                                     *, now_ms: int) -> ServerSettings:
+        """Upsert only the given columns (names from ``SERVER_SETTING_FIELDS``)."""
+        ...
+
+    async def replace_categories(self, server_id: str, categories: Sequence[CategoryRecord],
+                                 *, now_ms: int,
+                                 clear_server_memories: bool) -> tuple[ServerSettings,
+                                                                       list[MemoryKey]]:
+        """Replace all categories in one transaction.
+
+        With ``clear_server_memories`` the server-scope memory rows of the server
+        are deleted in the same transaction; their keys are returned.
+        """
+        ...
+
+    async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
+                             now_ms: int) -> UserPrefs:
+        ...
+
+    async def delete_memories(self, flt: MemoryFilter) -> list[MemoryKey]:
+        """Delete matching rows; returns the keys removed. An empty filter is an error."""
+        ...
+
+    async def purge_older_than(self, cutoff_ms: int, *, batch_size: int) -> int:
+        """Delete at most ``batch_size`` rows with ``updated_at_ms < cutoff_ms``.
+
+        Returns how many were deleted; the janitor calls it until it returns 0.
+        """
+        ...
+
+    async def count_memories(self) -> int:
+        """Number of memory rows (operators, janitor progress)."""
+        ...

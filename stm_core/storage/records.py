@@ -1,0 +1,192 @@
+"""Rows as storage adapters hand them to the core, and the writes the core asks for.
+
+Storage speaks in these records only; the cache and the pipeline never see a
+driver row. Times are integer epoch milliseconds from the store's clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+import attrs
+
+from stm_core.models import CrudeMessage
+
+ScopeKind = Literal["server", "user"]
+
+#: ``server_id`` stored for direct-message rows.
+DM_SERVER = ""
+
+
+@attrs.frozen(kw_only=True)
+class MemoryKey:
+    """Identity of one memory row.
+
+    * server scope: ``(server, server_id, "", channel_id, persona_id)`` (shared by
+      every member of a guild channel);
+    * user scope: ``(user, server_id or "", user_id, channel_id, persona_id)``
+      (DMs, and a guild user's copy that feeds DM and cross-server recall).
+
+    Absent ids are stored as ``""`` so the unique key needs no ``coalesce``.
+    """
+
+    scope_kind: ScopeKind
+    server_id: str
+    user_id: str
+    channel_id: str
+    persona_id: str
+
+    @classmethod
+    def server(cls, server_id: str, channel_id: str, persona_id: str | None) -> MemoryKey:
+        return cls(scope_kind="server", server_id=server_id, user_id="",
+                   channel_id=channel_id, persona_id=persona_id or "")
+
+    @classmethod
+    def user(cls, user_id: str, channel_id: str, persona_id: str | None,
+             server_id: str | None) -> MemoryKey:
+        return cls(scope_kind="user", server_id=server_id or DM_SERVER, user_id=user_id,
+                   channel_id=channel_id, persona_id=persona_id or "")
+
+
+@attrs.frozen(kw_only=True)
+class MemoryRecord:
+    """One stored memory row, exactly as committed."""
+
+    key: MemoryKey
+    parent_channel_id: str | None = None
+    persona_lineage_id: str | None = None
+    summary: str | None = None
+    #: slug -> text, in the order they were written.
+    categories: Mapping[str, str] = attrs.field(factory=dict)
+    messages: tuple[CrudeMessage, ...] = ()
+    turns_since_refresh: int = 0
+    last_refreshed_turn: int = 0
+    #: Last crude capture, summary write or category write (not counter bumps).
+    updated_at_ms: int = 0
+    #: Bumped by every write; the cache keeps the highest it has seen.
+    rev: int = 0
+
+    @property
+    def has_content(self) -> bool:
+        return bool(self.summary) or bool(self.categories)
+
+
+@attrs.frozen(kw_only=True)
+class CategoryRecord:
+    position: int
+    label: str
+    description: str
+
+
+@attrs.frozen(kw_only=True)
+class ServerSettings:
+    """A server's stored STM settings. ``None`` means "use the default"."""
+
+    server_id: str
+    refresh_cadence: int | None = None
+    render_mode: str | None = None
+    crude_message_count: int | None = None
+    nudge_injection_depth: int | None = None
+    content_injection_depth: int | None = None
+    tool_description_override: str | None = None
+    update_nudge_override: str | None = None
+    #: The short-term-memory capability switch; ``None`` counts as enabled.
+    stm_enabled: bool | None = None
+    private_channel_ids: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset)
+    privacy_bypass: bool = False
+    #: Ordered by position; empty means the implicit default ``summary`` category.
+    categories: tuple[CategoryRecord, ...] = ()
+    updated_at_ms: int = 0
+
+
+#: Columns of :class:`ServerSettings` that ``update_server_settings`` may change.
+SERVER_SETTING_FIELDS: tuple[str, ...] = (
+    "refresh_cadence",
+    "render_mode",
+    "crude_message_count",
+    "nudge_injection_depth",
+    "content_injection_depth",
+    "tool_description_override",
+    "update_nudge_override",
+    "stm_enabled",
+    "private_channel_ids",
+    "privacy_bypass",
+)
+
+
+@attrs.frozen(kw_only=True)
+class UserPrefs:
+    user_id: str
+    crossserver_opt_in: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class CaptureWrite:
+    """Per-turn crude capture of one row (``record_turn``).
+
+    The adapter upserts the row: replaces ``messages``, sets ``updated_at_ms``,
+    sets lineage/parent when given, adds ``counter_increment`` to the counter in
+    SQL. When the existing row was already expired at ``now_ms`` (see
+    :func:`stm_core.expiry.is_expired`), its summary and categories are cleared
+    in the same statement, so an expired memory never comes back.
+    """
+
+    key: MemoryKey
+    messages: tuple[CrudeMessage, ...]
+    now_ms: int
+    counter_increment: int = 0
+    persona_lineage_id: str | None = None
+    parent_channel_id: str | None = None
+    #: TTLs used to decide whether the stored row had expired.
+    crude_ttl_ms: int = 12 * 3600 * 1000
+    summary_ttl_ms: int = 24 * 3600 * 1000
+
+
+@attrs.frozen(kw_only=True)
+class MemoryWrite:
+    """A summary or category write (tool, admin edit).
+
+    Only the parts flagged ``set_*`` change; the rest of the row is kept.
+    ``reset_counter`` sets the counter to 0 and adds one to
+    ``last_refreshed_turn``.
+    """
+
+    key: MemoryKey
+    now_ms: int
+    set_summary: bool = False
+    summary: str | None = None
+    set_categories: bool = False
+    categories: Mapping[str, str] = attrs.field(factory=dict)
+    reset_counter: bool = False
+    persona_lineage_id: str | None = None
+    parent_channel_id: str | None = None
+    #: Drop the stored crude messages too (admin "clear summary").
+    clear_messages: bool = False
+    #: TTLs used to decide whether the stored row had expired; an expired
+    #: row's old summary, categories and messages are dropped, not revived.
+    crude_ttl_ms: int = 12 * 3600 * 1000
+    summary_ttl_ms: int = 24 * 3600 * 1000
+
+
+@attrs.frozen(kw_only=True)
+class MemoryFilter:
+    """Which rows ``delete_memories`` removes; every given field must match."""
+
+    channel_id: str | None = None
+    user_id: str | None = None
+    server_id: str | None = None
+    scope_kind: ScopeKind | None = None
+    persona_id: str | None = None
+
+    def is_empty(self) -> bool:
+        return all(v is None for v in attrs.astuple(self))
+
+
+@attrs.frozen(kw_only=True)
+class SchemaStatus:
+    """What ``setup()`` found and did."""
+
+    from_version: int | None
+    to_version: int
+    created: bool = False

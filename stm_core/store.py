@@ -1,0 +1,306 @@
+"""The object a host opens on a database URL: :class:`Stm`.
+
+Per turn a host calls four things::
+
+    async with open_store("sqlite+aiosqlite:///bot.db") as stm:
+        ctx = await stm.build_context(turn)          # memory items, nudge, depths
+        messages = inject(dialogue, ctx)              # splice into the prompt
+        tool = await stm.tool_schema(turn, "openai")  # offer the tool (or None)
+        result = await stm.apply_tool_call(turn, args)  # when the model calls it
+        await stm.record_turn(turn, history, responses)  # after the reply
+
+Reads come from the cache (a warm turn makes no database call); writes go to
+the database first and reach the cache only from the committed rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from stm_core.cache import MemoryCache, MemoryView, UserView
+from stm_core.clock import Clock, SystemClock
+from stm_core.errors import ConfigurationError
+from stm_core.hooks import Hooks
+from stm_core.models import (
+    HistoryMessage,
+    PersonaResponse,
+    RecordResult,
+    StmContext,
+    ToolResult,
+    Turn,
+)
+from stm_core.plugins import StmPluginManager, create_plugin_manager
+from stm_core.profile import ServerProfile, ProfileCache
+from stm_core.settings import Settings
+from stm_core.storage.protocol import StorageAdapter
+from stm_core.storage.records import (
+    CaptureWrite,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    SchemaStatus,
+    ServerSettings,
+)
+
+if TYPE_CHECKING:
+    from stm_core.admin import Admin
+    from stm_core.janitor import Janitor
+
+log = logging.getLogger("stm.store")
+T = TypeVar("T")
+
+
+class Stm:
+    """Short-term memory for one database. Build it with :func:`open_store`."""
+
+    def __init__(self, adapter: StorageAdapter, *, pm: StmPluginManager,
+                 settings: Settings | None = None, clock: Clock | None = None) -> None:
+        self.adapter = adapter
+        self.pm = pm
+        self.hooks = Hooks(pm)
+        self.settings = settings or Settings()
+        self.clock: Clock = clock or SystemClock()
+        self.cache = MemoryCache(max_servers=self.settings.cache_max_servers,
+                                 max_users=self.settings.cache_max_users)
+        self.profiles = ProfileCache(self.hooks, self.settings)
+        self.schema_status: SchemaStatus | None = None
+        # Turns whose tool call already succeeded (the once-per-turn rule).
+        self._updated_turns: weakref.WeakSet[Turn] = weakref.WeakSet()
+        self._inflight: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self._admin: Admin | None = None
+        self._janitor: Janitor | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+    async def setup(self) -> SchemaStatus:
+        self.schema_status = await self.adapter.setup()
+        return self.schema_status
+
+    async def aclose(self) -> None:
+        if self._janitor is not None:
+            await self._janitor.stop()
+        await self.adapter.aclose()
+
+    # -- the four per-turn calls ---------------------------------------------------
+    async def build_context(self, turn: Turn) -> StmContext:
+        """The short-term-memory part of the prompt for ``turn``. Never raises."""
+        from stm_core.pipeline.build import build_context
+
+        return await build_context(self, turn)
+
+    async def tool_available(self, turn: Turn) -> bool:
+        """Whether ``update_short_term_memory`` may be offered this turn."""
+        from stm_core.tool.gate import tool_available
+
+        return await tool_available(self, turn)
+
+    async def tool_schema(self, turn: Turn, format: str | None = None) -> dict[str, Any] | None:
+        """The tool declaration for ``turn`` in a provider format, or ``None``
+        when the tool is not offered. ``format`` is a registered format key
+        (``"openai"``, ``"anthropic"``, ``"gemini"``, ``"neutral"``); by default
+        the format of the turn's provider."""
+        from stm_core.tool.schema import tool_schema
+
+        return await tool_schema(self, turn, format)
+
+    async def apply_tool_call(self, turn: Turn, arguments: Mapping[str, object]) -> ToolResult:
+        """Apply the model's ``update_short_term_memory`` call. Never raises:
+        failures come back as a :class:`ToolResult` to hand to the model."""
+        from stm_core.tool.apply import apply_tool_call
+
+        return await apply_tool_call(self, turn, arguments)
+
+    async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
+                          responses: Sequence[PersonaResponse], *,
+                          stop_response: bool = False,
+                          privacy_full: bool = False) -> RecordResult:
+        """Post-turn effects: keep the channel's last messages and count the turn."""
+        from stm_core.record import record_turn
+
+        return await record_turn(self, turn, history, responses,
+                                 stop_response=stop_response, privacy_full=privacy_full)
+
+    @property
+    def admin(self) -> Admin:
+        """Settings, categories, prompts, privacy and memory edits."""
+        if self._admin is None:
+            from stm_core.admin import Admin
+
+            self._admin = Admin(self)
+        return self._admin
+
+    @property
+    def janitor(self) -> Janitor:
+        """Deletes rows untouched for ``janitor_retention_days``, in batches."""
+        if self._janitor is None:
+            from stm_core.janitor import Janitor
+
+            self._janitor = Janitor(self)
+        return self._janitor
+
+    # -- once-per-turn bookkeeping ---------------------------------------------
+    def tool_already_used(self, turn: Turn) -> bool:
+        return turn.stm_update_disabled or turn in self._updated_turns
+
+    def mark_tool_used(self, turn: Turn) -> None:
+        self._updated_turns.add(turn)
+
+    # -- cached reads (used by the pipeline, the tool and admin) -------------------
+    async def _single_flight(self, key: tuple[str, str],
+                             load: Callable[[], Awaitable[T]]) -> T:
+        """Concurrent cold reads of one key share one database call."""
+        future = self._inflight.get(key)
+        if future is not None:
+            return await asyncio.shield(future)  # type: ignore[no-any-return]
+        future = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            value = await load()
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved; waiters re-raise it
+            raise
+        else:
+            future.set_result(value)
+            return value
+        finally:
+            del self._inflight[key]
+
+    async def server_settings(self, server_id: str) -> ServerSettings:
+        cached = self.cache.settings.get(server_id)
+        if cached is not None:
+            self.cache.stats.hits += 1
+            return cached
+
+        async def load() -> ServerSettings:
+            self.cache.stats.misses += 1
+            value = await self.adapter.load_server_settings(server_id)
+            self.cache.put_settings(value)
+            return value
+
+        return await self._single_flight(("settings", server_id), load)
+
+    async def profile_for(self, server_id: str | None) -> ServerProfile:
+        """The effective configuration of a server (defaults for a DM)."""
+        if server_id is None:
+            return self.profiles.profile("", None)
+        return self.profiles.profile(server_id, await self.server_settings(server_id))
+
+    async def servers_settings(self, server_ids: Iterable[str]) -> dict[str, ServerSettings]:
+        return {sid: await self.server_settings(sid) for sid in set(server_ids)}
+
+    async def server_memories(self, server_id: str) -> MemoryView:
+        cached = self.cache.servers.get(server_id)
+        if cached is not None:
+            self.cache.stats.hits += 1
+            return cached
+
+        async def load() -> MemoryView:
+            self.cache.stats.misses += 1
+            self.cache.begin_load("server", server_id)
+            view: MemoryView | None = None
+            try:
+                since = self.clock.now_ms() - self.settings.longest_ttl_ms
+                rows = await self.adapter.load_server_memories(server_id, updated_since_ms=since)
+                view = MemoryView(records={r.key: r for r in rows})
+            finally:
+                self.cache.end_load("server", server_id, view)
+            self.cache.servers.put(server_id, view)
+            return view
+
+        return await self._single_flight(("server", server_id), load)
+
+    async def user_view(self, user_id: str) -> UserView:
+        cached = self.cache.users.get(user_id)
+        if cached is not None:
+            self.cache.stats.hits += 1
+            return cached
+
+        async def load() -> UserView:
+            self.cache.stats.misses += 1
+            self.cache.begin_load("user", user_id)
+            memories: MemoryView | None = None
+            try:
+                since = self.clock.now_ms() - self.settings.longest_ttl_ms
+                prefs = await self.adapter.load_user_prefs(user_id)
+                rows = await self.adapter.load_user_memories(user_id, updated_since_ms=since)
+                memories = MemoryView(records={r.key: r for r in rows})
+            finally:
+                self.cache.end_load("user", user_id, memories)
+            view = UserView(prefs=prefs, memories=memories)
+            self.cache.users.put(user_id, view)
+            return view
+
+        return await self._single_flight(("user", user_id), load)
+
+    async def live_record(self, key: MemoryKey) -> MemoryRecord | None:
+        """The row of ``key``, however old (its counter is the truth even after
+        its content expired). Cached, including "no such row"."""
+        view = (await self.server_memories(key.server_id) if key.scope_kind == "server"
+                else (await self.user_view(key.user_id)).memories)
+        record = view.records.get(key)
+        if record is not None or key in view.absent:
+            return record
+        record = await self.adapter.get_memory(key)
+        if record is None:
+            view.absent.add(key)
+        else:
+            view.apply(record)
+        return record
+
+    # -- writes: database first, then the cache from what it returned ----------------
+    async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
+        records = await self.adapter.capture(writes)
+        self.cache.apply(records)
+        return records
+
+    async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
+        records = await self.adapter.write_memory(writes)
+        self.cache.apply(records)
+        return records
+
+
+@asynccontextmanager
+async def open_store(url: str | None = None, *, settings: Settings | None = None,
+                     plugins: Iterable[object] = (), load_entrypoints: bool = True,
+                     plugin_manager: StmPluginManager | None = None,
+                     clock: Clock | None = None,
+                     start_janitor: bool = False) -> AsyncIterator[Stm]:
+    """Open stm on a database URL (async context manager).
+
+    :param url: e.g. ``sqlite+aiosqlite:///bot.db``,
+        ``postgresql+asyncpg://user@host/db`` or ``memory://``; defaults to
+        ``settings.database_url`` (``STM_DATABASE_URL``).
+    :param settings: defaults to :meth:`Settings.from_env`.
+    :param plugins: plugin objects or modules to register in code.
+    :param load_entrypoints: also load plugins from the ``stm`` entry-point group.
+    :param plugin_manager: a manager built by the host (then ``plugins`` and
+        ``load_entrypoints`` are ignored).
+    :param clock: an injectable clock (tests, replays).
+    :param start_janitor: run the janitor on its interval while the store is open.
+
+    The schema is created or upgraded on open.
+    """
+    settings = settings or Settings.from_env()
+    url = url or settings.database_url
+    if not url:
+        raise ConfigurationError(
+            "no database URL: pass one to open_store() or set STM_DATABASE_URL "
+            "(e.g. sqlite+aiosqlite:///stm.db)")
+    pm = plugin_manager or create_plugin_manager(load_entrypoints=load_entrypoints,
+                                                 plugins=plugins)
+    hooks = Hooks(pm)
+    spec = hooks.storage_adapter_for(url)
+    adapter = spec.factory(url, settings)
+    stm = Stm(adapter, pm=pm, settings=settings, clock=clock)
+    try:
+        await stm.setup()
+        if start_janitor:
+            stm.janitor.start()
+        yield stm
+    finally:
+        await stm.aclose()

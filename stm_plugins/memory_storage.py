@@ -1,0 +1,219 @@
+"""An in-memory storage adapter (``memory://``): tests, demos, ephemeral bots.
+
+It follows the storage contract exactly (it passes the conformance suite), but
+nothing survives the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+
+import attrs
+
+from hookspecs import hookimpl
+from stm_core.errors import ValidationError
+from stm_core.expiry import is_expired
+from stm_core.plugin_types import StorageAdapterSpec
+from stm_core.settings import Settings
+from stm_core.storage.records import (
+    SERVER_SETTING_FIELDS,
+    CaptureWrite,
+    CategoryRecord,
+    MemoryFilter,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    SchemaStatus,
+    ServerSettings,
+    UserPrefs,
+)
+
+SCHEMA_VERSION = 1
+
+
+def matches(record: MemoryRecord, flt: MemoryFilter) -> bool:
+    key = record.key
+    return ((flt.channel_id is None or key.channel_id == flt.channel_id)
+            and (flt.user_id is None or key.user_id == flt.user_id)
+            and (flt.server_id is None or key.server_id == flt.server_id)
+            and (flt.scope_kind is None or key.scope_kind == flt.scope_kind)
+            and (flt.persona_id is None or key.persona_id == flt.persona_id))
+
+
+def require_filter(flt: MemoryFilter) -> None:
+    if flt.is_empty():
+        raise ValidationError("a memory filter needs at least one of channel_id, user_id, "
+                              "server_id, scope_kind or persona_id", field="filter")
+
+
+def check_setting_names(changes: Mapping[str, object]) -> None:
+    unknown = sorted(set(changes) - set(SERVER_SETTING_FIELDS))
+    if unknown:
+        raise ValidationError(f"unknown server setting(s) {', '.join(unknown)}; allowed: "
+                              + ", ".join(SERVER_SETTING_FIELDS), field="changes")
+
+
+class MemoryAdapter:
+    """Dictionaries guarded by one lock; each call is one atomic step."""
+
+    name = "memory"
+
+    def __init__(self, url: str = "memory://", settings: Settings | None = None) -> None:
+        self.url = url
+        self._lock = asyncio.Lock()
+        self._memories: dict[MemoryKey, MemoryRecord] = {}
+        self._settings: dict[str, ServerSettings] = {}
+        self._prefs: dict[str, UserPrefs] = {}
+        self._set_up = False
+
+    async def setup(self) -> SchemaStatus:
+        created = not self._set_up
+        self._set_up = True
+        return SchemaStatus(from_version=None if created else SCHEMA_VERSION,
+                            to_version=SCHEMA_VERSION, created=created)
+
+    async def aclose(self) -> None:
+        return None
+
+    async def load_server_settings(self, server_id: str) -> ServerSettings:
+        return self._settings.get(server_id) or ServerSettings(server_id=server_id)
+
+    async def load_server_memories(self, server_id: str, *,
+                                   updated_since_ms: int) -> list[MemoryRecord]:
+        return [r for r in self._memories.values()
+                if r.key.scope_kind == "server" and r.key.server_id == server_id
+                and r.updated_at_ms >= updated_since_ms]
+
+    async def load_user_prefs(self, user_id: str) -> UserPrefs:
+        return self._prefs.get(user_id) or UserPrefs(user_id=user_id)
+
+    async def load_user_memories(self, user_id: str, *,
+                                 updated_since_ms: int) -> list[MemoryRecord]:
+        return [r for r in self._memories.values()
+                if r.key.scope_kind == "user" and r.key.user_id == user_id
+                and r.updated_at_ms >= updated_since_ms]
+
+    async def get_memory(self, key: MemoryKey) -> MemoryRecord | None:
+        return self._memories.get(key)
+
+    async def list_memories(self, flt: MemoryFilter) -> list[MemoryRecord]:
+        require_filter(flt)
+        return sorted((r for r in self._memories.values() if matches(r, flt)),
+                      key=lambda r: attrs.astuple(r.key))
+
+    async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
+        async with self._lock:
+            staged = dict(self._memories)
+            out = [self._capture_one(staged, w) for w in writes]
+            self._memories = staged
+            return out
+
+    @staticmethod
+    def _capture_one(rows: dict[MemoryKey, MemoryRecord], w: CaptureWrite) -> MemoryRecord:
+        old = rows.get(w.key)
+        if old is None:
+            new = MemoryRecord(key=w.key, parent_channel_id=w.parent_channel_id,
+                               persona_lineage_id=w.persona_lineage_id, messages=w.messages,
+                               turns_since_refresh=w.counter_increment,
+                               updated_at_ms=w.now_ms, rev=1)
+        else:
+            if is_expired(old, w.now_ms, crude_ttl_ms=w.crude_ttl_ms,
+                          summary_ttl_ms=w.summary_ttl_ms):
+                old = attrs.evolve(old, summary=None, categories={})
+            new = attrs.evolve(
+                old, messages=w.messages, updated_at_ms=w.now_ms, rev=old.rev + 1,
+                turns_since_refresh=old.turns_since_refresh + w.counter_increment,
+                persona_lineage_id=_keep(w.persona_lineage_id, old.persona_lineage_id),
+                parent_channel_id=_keep(w.parent_channel_id, old.parent_channel_id))
+        rows[w.key] = new
+        return new
+
+    async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
+        async with self._lock:
+            staged = dict(self._memories)
+            out = [self._write_one(staged, w) for w in writes]
+            self._memories = staged
+            return out
+
+    @staticmethod
+    def _write_one(rows: dict[MemoryKey, MemoryRecord], w: MemoryWrite) -> MemoryRecord:
+        old = rows.get(w.key) or MemoryRecord(key=w.key, rev=0, updated_at_ms=w.now_ms)
+        if old.rev and is_expired(old, w.now_ms, crude_ttl_ms=w.crude_ttl_ms,
+                                  summary_ttl_ms=w.summary_ttl_ms):
+            old = attrs.evolve(old, summary=None, categories={}, messages=())
+        new = attrs.evolve(
+            old,
+            summary=w.summary if w.set_summary else old.summary,
+            categories=dict(w.categories) if w.set_categories else old.categories,
+            messages=() if w.clear_messages else old.messages,
+            turns_since_refresh=0 if w.reset_counter else old.turns_since_refresh,
+            last_refreshed_turn=old.last_refreshed_turn + (1 if w.reset_counter else 0),
+            persona_lineage_id=_keep(w.persona_lineage_id, old.persona_lineage_id),
+            parent_channel_id=_keep(w.parent_channel_id, old.parent_channel_id),
+            updated_at_ms=w.now_ms, rev=old.rev + 1)
+        rows[w.key] = new
+        return new
+
+    async def update_server_settings(self, server_id: str, changes: Mapping[str, object],
+                                     *, now_ms: int) -> ServerSettings:
+        check_setting_names(changes)
+        async with self._lock:
+            old = self._settings.get(server_id) or ServerSettings(server_id=server_id)
+            new = attrs.evolve(old, updated_at_ms=now_ms, **changes)  # type: ignore[arg-type]
+            self._settings[server_id] = new
+            return new
+
+    async def replace_categories(self, server_id: str, categories: Sequence[CategoryRecord],
+                                 *, now_ms: int,
+                                 clear_server_memories: bool) -> tuple[ServerSettings,
+                                                                       list[MemoryKey]]:
+        async with self._lock:
+            old = self._settings.get(server_id) or ServerSettings(server_id=server_id)
+            new = attrs.evolve(old, categories=tuple(categories), updated_at_ms=now_ms)
+            self._settings[server_id] = new
+            removed: list[MemoryKey] = []
+            if clear_server_memories:
+                removed = [k for k in self._memories
+                           if k.scope_kind == "server" and k.server_id == server_id]
+                for k in removed:
+                    del self._memories[k]
+            return new, removed
+
+    async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
+                             now_ms: int) -> UserPrefs:
+        prefs = UserPrefs(user_id=user_id, crossserver_opt_in=crossserver_opt_in)
+        self._prefs[user_id] = prefs
+        return prefs
+
+    async def delete_memories(self, flt: MemoryFilter) -> list[MemoryKey]:
+        require_filter(flt)
+        async with self._lock:
+            removed = [k for k, r in self._memories.items() if matches(r, flt)]
+            for k in removed:
+                del self._memories[k]
+            return removed
+
+    async def purge_older_than(self, cutoff_ms: int, *, batch_size: int) -> int:
+        async with self._lock:
+            old = [k for k, r in self._memories.items() if r.updated_at_ms < cutoff_ms]
+            for k in old[:batch_size]:
+                del self._memories[k]
+            return min(len(old), batch_size)
+
+    async def count_memories(self) -> int:
+        return len(self._memories)
+
+
+def _keep(new: str | None, old: str | None) -> str | None:
+    return new if new is not None else old
+
+
+def _factory(url: str, settings: Settings) -> MemoryAdapter:
+    return MemoryAdapter(url, settings)
+
+
+@hookimpl
+def stm_register_storage_adapters() -> Iterable[StorageAdapterSpec]:
+    return [StorageAdapterSpec(name="memory", schemes=("memory",), factory=_factory,
+                               description="in-process dictionaries; nothing persists")]

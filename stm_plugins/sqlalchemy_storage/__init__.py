@@ -1,0 +1,1 @@
+"""SQLAlchemy-defined storage for SQLite and PostgreSQL (placeholder; being built)."""
