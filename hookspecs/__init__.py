@@ -8,22 +8,16 @@ the answers, so implementations must be pure functions of their arguments.
 
 from __future__ import annotations
 
-import pluggy
-
-PROJECT_NAME = "stm"
-
-hookspec = pluggy.HookspecMarker(PROJECT_NAME)
-hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
-
-from hookspecs.annotations import AnnotationSpecs  # noqa: E402
-from hookspecs.gates import ToolGateSpecs  # noqa: E402
-from hookspecs.macros import MacroSpecs  # noqa: E402
-from hookspecs.mentions import MentionSpecs  # noqa: E402
-from hookspecs.phrasing import PhrasingSpecs  # noqa: E402
-from hookspecs.render import RenderSpecs  # noqa: E402
-from hookspecs.storage import StorageSpecs  # noqa: E402
-from hookspecs.toolschema import ToolSchemaSpecs  # noqa: E402
-from hookspecs.visibility import VisibilitySpecs  # noqa: E402
+from hookspecs.annotations import AnnotationSpecs
+from hookspecs.gates import ToolGateSpecs
+from hookspecs.macros import MacroSpecs
+from hookspecs.markers import PROJECT_NAME, hookimpl, hookspec
+from hookspecs.mentions import MentionSpecs
+from hookspecs.phrasing import PhrasingSpecs
+from hookspecs.render import RenderSpecs
+from hookspecs.storage import StorageSpecs
+from hookspecs.toolschema import ToolSchemaSpecs
+from hookspecs.visibility import VisibilitySpecs
 
 #: Every spec class, in the order they are added to a plugin manager.
 SPEC_CLASSES: tuple[type, ...] = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hookspecs import hookspec
+from hookspecs.markers import hookspec
 
 
 class AnnotationSpecs:

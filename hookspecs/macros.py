@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hookspecs import hookspec
+from hookspecs.markers import hookspec
 
 
 class MacroSpecs:

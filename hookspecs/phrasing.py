@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hookspecs import hookspec
+from hookspecs.markers import hookspec
 
 
 class PhrasingSpecs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from hookspecs import hookspec
+from hookspecs.markers import hookspec
 
 if TYPE_CHECKING:
     from stm_core.plugin_types import RenderMode

@@ -66,7 +66,7 @@ class Hooks:
             for record in batch or ():
                 for key in key_of(record):
                     if key in registry:
-                        owners = self._owners(hook_name, lambda r, k=key: k in key_of(r))
+                        owners = self._owners(hook_name, _has_key(key_of, key))
                         raise PluginError(
                             f"{what} {key!r} is registered by more than one plugin: "
                             + " and ".join(repr(o) for o in owners))
@@ -152,7 +152,7 @@ class Hooks:
     def tool_format_for_provider(self, provider: str) -> ToolFormat:
         def compute() -> ToolFormat:
             formats = self.tool_formats()
-            by_provider = self._registry("stm_register_tool_formats",
+            by_provider: dict[str, ToolFormat] = self._registry("stm_register_tool_formats",
                                          lambda f: tuple(f.providers),
                                          "tool format provider")
             if provider in by_provider:
@@ -162,3 +162,7 @@ class Hooks:
                                   f"{DEFAULT_TOOL_FORMAT!r} format registered")
             return formats[DEFAULT_TOOL_FORMAT]
         return self._cached(("toolformat", provider), compute)
+
+
+def _has_key(key_of: Callable[[Any], Iterable[str]], key: str) -> Callable[[Any], bool]:
+    return lambda record: key in key_of(record)

@@ -6,10 +6,15 @@ snowflakes or anything else); a turn whose ``server_id`` is ``None`` is a DM.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 import attrs
+
+
+def _to_frozenset(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(values)
+
 
 #: Tag carried by every item stm emits (memory blocks and the nudge).
 STM_TAG = "KNOWLEDGE_SHORT_TERM_MEMORY"
@@ -66,7 +71,7 @@ class Turn:
     channel_names: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
     role_names: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
     #: Channel ids that are threads (rendered without ``#``).
-    thread_ids: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset)
+    thread_ids: frozenset[str] = attrs.field(factory=frozenset, converter=_to_frozenset)
 
     @property
     def is_dm(self) -> bool:

@@ -4,7 +4,7 @@ async work lives in methods of these objects (the adapter's), never in a hook.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from stm_core.settings import Settings
     from stm_core.storage.protocol import StorageAdapter
     from stm_core.storage.records import MemoryRecord, ServerSettings
+
+
+def to_frozenset(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(values)
 
 
 @attrs.frozen(kw_only=True)
@@ -96,7 +100,7 @@ class ToolFormat:
 
     key: str
     render: Callable[[ToolSchema], dict[str, Any]]
-    providers: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset)
+    providers: frozenset[str] = attrs.field(factory=frozenset, converter=to_frozenset)
 
 
 class MentionConverter(Protocol):

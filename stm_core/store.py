@@ -20,7 +20,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from stm_core.cache import MemoryCache, MemoryView, UserView
 from stm_core.clock import Clock, SystemClock
@@ -35,7 +35,7 @@ from stm_core.models import (
     Turn,
 )
 from stm_core.plugins import StmPluginManager, create_plugin_manager
-from stm_core.profile import ServerProfile, ProfileCache
+from stm_core.profile import ProfileCache, ServerProfile
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
 from stm_core.storage.records import (
@@ -155,7 +155,7 @@ class Stm:
         """Concurrent cold reads of one key share one database call."""
         future = self._inflight.get(key)
         if future is not None:
-            return await asyncio.shield(future)  # type: ignore[no-any-return]
+            return cast(T, await asyncio.shield(future))
         future = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:

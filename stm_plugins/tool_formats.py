@@ -38,7 +38,7 @@ def gemini(schema: ToolSchema) -> dict[str, Any]:
 def stm_register_tool_formats() -> Iterable[ToolFormat]:
     return [
         ToolFormat(key="neutral", render=neutral),
-        ToolFormat(key="openai", render=openai, providers={"openai", "openrouter"}),
-        ToolFormat(key="anthropic", render=anthropic, providers={"anthropic"}),
-        ToolFormat(key="gemini", render=gemini, providers={"google", "gemini", "vertex"}),
+        ToolFormat(key="openai", render=openai, providers=("openai", "openrouter")),
+        ToolFormat(key="anthropic", render=anthropic, providers=("anthropic",)),
+        ToolFormat(key="gemini", render=gemini, providers=("google", "gemini", "vertex")),
     ]

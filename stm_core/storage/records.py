@@ -6,10 +6,15 @@ driver row. Times are integer epoch milliseconds from the store's clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 import attrs
+
+
+def _to_frozenset(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(values)
+
 
 from stm_core.models import CrudeMessage
 
@@ -93,7 +98,7 @@ class ServerSettings:
     update_nudge_override: str | None = None
     #: The short-term-memory capability switch; ``None`` counts as enabled.
     stm_enabled: bool | None = None
-    private_channel_ids: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset)
+    private_channel_ids: frozenset[str] = attrs.field(factory=frozenset, converter=_to_frozenset)
     privacy_bypass: bool = False
     #: Ordered by position; empty means the implicit default ``summary`` category.
     categories: tuple[CategoryRecord, ...] = ()

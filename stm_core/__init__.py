@@ -1,0 +1,81 @@
+"""stm: short-term memory for LLM chat bots.
+
+The public API for host apps::
+
+    from stm_core import open_store, Turn, inject
+
+See ``docs/host-guide.md``.
+"""
+
+from __future__ import annotations
+
+from hookspecs import hookimpl
+from stm_core.clock import Clock, ManualClock, SystemClock
+from stm_core.errors import (
+    ConfigurationError,
+    PermissionDenied,
+    PluginError,
+    StmError,
+    StorageError,
+    TemplateError,
+    UnknownDatabaseURL,
+    ValidationError,
+)
+from stm_core.models import (
+    DIALOGUE_HISTORY,
+    DIALOGUE_SAMPLE,
+    STM_TAG,
+    ContextItem,
+    HistoryMessage,
+    PersonaResponse,
+    RecordResult,
+    StmContext,
+    ToolResult,
+    Turn,
+)
+from stm_core.plugin_types import (
+    OtherChannelParts,
+    RenderMode,
+    StorageAdapterSpec,
+    ToolFormat,
+    ToolSchema,
+    VisibilityContext,
+)
+from stm_core.plugins import create_plugin_manager
+from stm_core.settings import Settings
+from stm_core.store import Stm, open_store
+
+__all__ = [
+    "DIALOGUE_HISTORY",
+    "DIALOGUE_SAMPLE",
+    "STM_TAG",
+    "Clock",
+    "ConfigurationError",
+    "ContextItem",
+    "HistoryMessage",
+    "ManualClock",
+    "OtherChannelParts",
+    "PermissionDenied",
+    "PersonaResponse",
+    "PluginError",
+    "RecordResult",
+    "RenderMode",
+    "Settings",
+    "Stm",
+    "StmContext",
+    "StmError",
+    "StorageAdapterSpec",
+    "StorageError",
+    "SystemClock",
+    "TemplateError",
+    "ToolFormat",
+    "ToolResult",
+    "ToolSchema",
+    "Turn",
+    "UnknownDatabaseURL",
+    "ValidationError",
+    "VisibilityContext",
+    "create_plugin_manager",
+    "hookimpl",
+    "open_store",
+]

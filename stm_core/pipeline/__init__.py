@@ -1,0 +1,1 @@
+"""``build_context`` as a pipeline of small stages, one module each."""

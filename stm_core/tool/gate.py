@@ -1,0 +1,28 @@
+"""May the tool be offered, and may the nudge fire?
+
+Both follow the provider gates (any ``False`` wins): tool support, NovelAI,
+the capability switch, explicit long-term intent, and third-party gates. The
+tool is additionally withheld once it succeeded this turn; the nudge does not
+look at that flag (reference §4.1).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stm_core.models import Turn
+from stm_core.profile import ServerProfile
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+
+def gates_open(stm: Stm, turn: Turn, profile: ServerProfile) -> bool:
+    """The provider gates for this turn (memoized per argument tuple)."""
+    return stm.hooks.tool_available(turn.provider, turn.has_tools, profile.stm_enabled,
+                                    turn.explicit_long_term_intent)
+
+
+async def tool_available(stm: Stm, turn: Turn) -> bool:
+    profile = await stm.profile_for(turn.server_id)
+    return gates_open(stm, turn, profile) and not stm.tool_already_used(turn)
