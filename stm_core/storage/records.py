@@ -11,12 +11,12 @@ from typing import Literal
 
 import attrs
 
+from stm_core.models import CrudeMessage
+
 
 def _to_frozenset(values: Iterable[str]) -> frozenset[str]:
     return frozenset(values)
 
-
-from stm_core.models import CrudeMessage
 
 ScopeKind = Literal["server", "user"]
 
