@@ -1,0 +1,51 @@
+"""What every ``stm`` subcommand shares: the database URL and the output mode."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+from stm_core.settings import Settings
+
+T = TypeVar("T")
+
+APP_DIR_NAME = "stm"
+
+
+def default_database_path() -> Path:
+    """An embedded SQLite file in the per-user data directory
+    (``$XDG_DATA_HOME/stm/stm.db``, else ``~/.local/share/stm/stm.db``)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / APP_DIR_NAME / "stm.db"
+
+
+def default_database_url() -> str:
+    return f"sqlite+aiosqlite:///{default_database_path()}"
+
+
+@attrs.define(kw_only=True)
+class CliState:
+    """Set by the ``stm`` group on ``ctx.obj``; read by every subcommand."""
+
+    #: From ``--db`` or ``STM_DATABASE_URL``; ``None`` means the default file.
+    db_url: str | None = None
+    json_output: bool = False
+    settings: Settings = attrs.field(factory=Settings)
+
+    @property
+    def effective_url(self) -> str:
+        return self.db_url or default_database_url()
+
+    @property
+    def uses_default_location(self) -> bool:
+        return self.db_url is None
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one coroutine to completion from a synchronous click command."""
+    return asyncio.run(coro)

@@ -1,0 +1,1 @@
+"""``stm demo``: a bundled transcript replayed through the whole cycle."""
