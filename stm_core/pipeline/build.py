@@ -1,0 +1,119 @@
+"""``build_context``: the short-term-memory part of one turn's prompt.
+
+The stages, in order (one module each)::
+
+    load -> gather -> crossserver -> expiry -> visibility -> sortcap
+         -> render_other -> same_channel + nudge (turns with tools) -> depth
+         -> mentions (every emitted text)
+
+Filters commute, so expiry runs before visibility (cheaper, and no settings
+of a server whose rows all expired get loaded); the cap comes after both.
+``build_context`` never raises: any error is logged and the empty fallback
+of the spec is returned.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from stm_core.models import ContextItem, StmContext, Turn
+from stm_core.pipeline.crossserver import fold_other_servers
+from stm_core.pipeline.depth import resolve_memory_depth
+from stm_core.pipeline.expiry import drop_expired
+from stm_core.pipeline.gather import gather_candidates
+from stm_core.pipeline.load import load
+from stm_core.pipeline.mentions import convert_mentions
+from stm_core.pipeline.nudge import nudge_text
+from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
+from stm_core.pipeline.same_channel import live_key, render_same_channel
+from stm_core.pipeline.sortcap import sort_and_cap
+from stm_core.pipeline.visibility import apply_policies, origin_settings
+from stm_core.profile import ServerProfile
+from stm_core.storage.records import DM_SERVER, ServerSettings
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+log = logging.getLogger("stm.pipeline")
+
+#: No triggering user: nothing to show, default depths (reference §9).
+NO_USER_CONTEXT = StmContext()
+
+
+async def build_context(stm: Stm, turn: Turn) -> StmContext:
+    """Memory items, the nudge and both depths for ``turn``. Never raises."""
+    user_id = turn.user_id
+    if user_id is None:
+        return NO_USER_CONTEXT
+    try:
+        return await _build(stm, turn, user_id)
+    except Exception:
+        log.exception("short-term memory context failed (server %s, channel %s); "
+                      "returning the empty fallback", turn.server_id, turn.channel_id)
+        return StmContext.error_fallback()
+
+
+async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
+    env = stm.settings
+    loaded = await load(stm, turn, user_id)
+    profile = loaded.profile
+    now = loaded.now_ms
+    crude_ttl, summary_ttl = env.crude_ttl_ms, env.summary_ttl_ms
+
+    candidates = gather_candidates(turn, loaded)
+    fold_other_servers(turn, loaded, candidates)
+    candidates = drop_expired(candidates, now, crude_ttl_ms=crude_ttl,
+                              summary_ttl_ms=summary_ttl)
+    servers = await origin_settings(stm, turn, profile, candidates)
+    visible = apply_policies(stm, turn, profile, loaded.opt_in, candidates, servers)
+    shown = sort_and_cap(visible, env.max_other_channels)
+
+    converters = stm.hooks.mention_converters()
+    items: list[ContextItem] = []
+    newest: int | None = None
+    if shown:
+        text, newest = render_other_channels(
+            turn, profile, shown, now, _category_order(stm, turn, profile, servers))
+        if text:
+            items.append(ContextItem(text=convert_mentions(text, turn, converters),
+                                     kind="other_channels"))
+
+    nudge_item: ContextItem | None = None
+    depth = profile.content_injection_depth
+    if turn.has_tools:
+        record = await stm.live_record(live_key(turn, user_id))
+        same = render_same_channel(turn, profile, record, now, crude_ttl_ms=crude_ttl,
+                                   summary_ttl_ms=summary_ttl)
+        if same is not None and record is not None:
+            items.append(ContextItem(text=convert_mentions(same, turn, converters),
+                                     kind="same_channel"))
+            if newest is None or record.updated_at_ms > newest:
+                newest = record.updated_at_ms
+        nudge = nudge_text(stm, turn, profile, record)
+        if nudge is not None:
+            nudge_item = ContextItem(text=convert_mentions(nudge, turn, converters),
+                                     kind="nudge")
+        # Freshness is only computed inside the tools branch (reference §6).
+        depth = resolve_memory_depth(depth, newest, now, window_ms=env.fresh_window_ms,
+                                     fresh_depth=env.fresh_injection_depth)
+
+    return StmContext(memory_items=tuple(items), nudge_item=nudge_item,
+                      nudge_injection_depth=profile.nudge_injection_depth,
+                      memory_injection_depth=depth)
+
+
+def _category_order(stm: Stm, turn: Turn, profile: ServerProfile,
+                    servers: Mapping[str, ServerSettings]) -> CategoryOrder:
+    """Position order of each origin server's categories (decision 6)."""
+
+    def order(origin: str) -> Mapping[str, str] | None:
+        if origin == DM_SERVER:
+            return None
+        if origin == turn.server_id:
+            return profile.slug_map
+        settings = servers.get(origin)
+        return stm.profiles.profile(origin, settings).slug_map if settings else None
+
+    return order

@@ -1,0 +1,32 @@
+"""Stage 2, gather: the other-channel candidates of this turn (reference §2.1).
+
+* In a server: its server-scope rows, except the current channel.
+* In a DM: the user's user-scope rows, except the current channel, kept only
+  when they come from a DM unless the user opted in to cross-server recall.
+
+Both filter by persona lineage when the turn's lineage id is truthy; with no
+lineage every persona's rows match (one channel may then appear once per
+persona).
+"""
+
+from __future__ import annotations
+
+from stm_core.models import Turn
+from stm_core.pipeline.load import Loaded
+from stm_core.storage.records import DM_SERVER, MemoryRecord
+
+
+def gather_candidates(turn: Turn, loaded: Loaded) -> list[MemoryRecord]:
+    channel = turn.channel_id
+    lineage = turn.persona_lineage_id
+    if loaded.server is not None:
+        rows = loaded.server.records.values()
+        if lineage:
+            return [r for r in rows
+                    if r.key.channel_id != channel and r.persona_lineage_id == lineage]
+        return [r for r in rows if r.key.channel_id != channel]
+    opt_in = loaded.opt_in
+    return [r for r in loaded.user.memories.records.values()
+            if r.key.channel_id != channel
+            and (not lineage or r.persona_lineage_id == lineage)
+            and (opt_in or r.key.server_id == DM_SERVER)]

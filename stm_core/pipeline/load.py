@@ -1,0 +1,42 @@
+"""Stage 1, load: everything one turn reads, through the store's cached loaders.
+
+A warm turn answers every read here from the cache (no storage call).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from stm_core.cache import MemoryView, UserView
+from stm_core.models import Turn
+from stm_core.profile import ServerProfile
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+
+@attrs.frozen(kw_only=True)
+class Loaded:
+    """The state one turn works on."""
+
+    now_ms: int
+    #: The current server's effective configuration (defaults in a DM).
+    profile: ServerProfile
+    #: The triggering user's state: cross-server opt-in and user-scope rows.
+    user: UserView
+    #: The current server's server-scope rows; ``None`` in a DM.
+    server: MemoryView | None
+
+    @property
+    def opt_in(self) -> bool:
+        return self.user.prefs.crossserver_opt_in
+
+
+async def load(stm: Stm, turn: Turn, user_id: str) -> Loaded:
+    server_id = turn.server_id
+    profile = await stm.profile_for(server_id)
+    user = await stm.user_view(user_id)
+    server = await stm.server_memories(server_id) if server_id is not None else None
+    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server)

@@ -1,0 +1,34 @@
+"""Stage 8b, the nudge (reference §4; only on turns with tools).
+
+One nudge covers "create" and "refresh". It fires when the provider gates are
+open (tool support, NovelAI, the capability switch, explicit long-term
+intent, third-party gates) and the live row's counter has reached the
+server's cadence. The counter is the database's, also after the row's content
+expired; no row counts as 0. The text comes already expanded and sanitised
+from the server's memoized prompt set.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stm_core.models import Turn
+from stm_core.profile import ServerProfile
+from stm_core.storage.records import MemoryRecord
+from stm_core.tool.gate import gates_open
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+
+def nudge_due(record: MemoryRecord | None, profile: ServerProfile) -> bool:
+    counter = record.turns_since_refresh if record is not None else 0
+    return counter >= profile.refresh_cadence
+
+
+def nudge_text(stm: Stm, turn: Turn, profile: ServerProfile,
+               record: MemoryRecord | None) -> str | None:
+    if not nudge_due(record, profile) or not gates_open(stm, turn, profile):
+        return None
+    prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider)
+    return prompts.nudge or None

@@ -1,0 +1,59 @@
+"""Stage 8, the same-channel block (reference §2.2; only on turns with tools).
+
+The live row is the server-shared row in a server and the user's row in a DM,
+for the turn's persona. No raw lines are ever shown for the current channel:
+the live dialogue already holds them.
+
+* Category mode: one line per configured category, in position order, with its
+  original label; blank values and slugs no longer configured are skipped.
+* Summary mode: the summary wins over stale categories (DESIGN decision 2);
+  without a summary, the categories show with humanised slugs.
+
+An expired row, or one with nothing to show, renders nothing.
+"""
+
+from __future__ import annotations
+
+from stm_core.expiry import is_expired
+from stm_core.models import Turn
+from stm_core.pipeline.render_other import humanized
+from stm_core.profile import ServerProfile
+from stm_core.storage.records import MemoryKey, MemoryRecord
+
+
+def live_key(turn: Turn, user_id: str) -> MemoryKey:
+    if turn.server_id is not None:
+        return MemoryKey.server(turn.server_id, turn.channel_id, turn.persona_id)
+    return MemoryKey.user(user_id, turn.channel_id, turn.persona_id, None)
+
+
+def same_channel_body(record: MemoryRecord, profile: ServerProfile) -> str | None:
+    categories = record.categories
+    if profile.mode == "category":
+        if categories:
+            lines = []
+            for slug, label in profile.slug_map.items():
+                value = categories.get(slug)
+                if value and value.strip():
+                    lines.append(f"{label}: {value.strip()}")
+            if lines:
+                return "\n".join(lines)
+        return record.summary or None
+    if record.summary:
+        return record.summary
+    lines = [f"{humanized(slug)}: {value.strip()}"
+             for slug, value in categories.items() if value.strip()]
+    return "\n".join(lines) if lines else None
+
+
+def render_same_channel(turn: Turn, profile: ServerProfile, record: MemoryRecord | None,
+                        now_ms: int, *, crude_ttl_ms: int, summary_ttl_ms: int) -> str | None:
+    if record is None or is_expired(record, now_ms, crude_ttl_ms=crude_ttl_ms,
+                                    summary_ttl_ms=summary_ttl_ms):
+        return None
+    body = same_channel_body(record, profile)
+    if body is None:
+        return None
+    if turn.is_user_impersonation:
+        return f"[System: Short term memory for this ongoing conversation:\n{body}]"
+    return f"[System: {turn.bot_name}'s short term memory for this ongoing conversation:\n{body}]"

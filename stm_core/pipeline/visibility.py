@@ -1,0 +1,67 @@
+"""Stage 5, visibility: the registered policies may hide any candidate.
+
+The built-in policy (``stm_plugins.privacy``) enforces private channels with
+thread inheritance and the bypass, keeps DM rows out of servers and other
+servers' private channels out of folded recall. Policies see the settings of
+every server a candidate comes from; those are loaded through the store's
+cache, so a warm turn makes no storage call. Runs before the sort and cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from stm_core.models import Turn
+from stm_core.plugin_types import VisibilityContext
+from stm_core.profile import ServerProfile
+from stm_core.storage.records import DM_SERVER, MemoryRecord, ServerSettings
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+
+def current_is_private(turn: Turn, profile: ServerProfile) -> bool:
+    """The current channel, or the channel a thread hangs under, is private."""
+    if turn.server_id is None:
+        return False
+    private = profile.private_channel_ids
+    parent = turn.parent_channel_id
+    return turn.channel_id in private or (parent is not None and parent in private)
+
+
+async def origin_settings(stm: Stm, turn: Turn, profile: ServerProfile,
+                          candidates: list[MemoryRecord]) -> dict[str, ServerSettings]:
+    """Settings of the current server and of every server a candidate comes from."""
+    servers: dict[str, ServerSettings] = {}
+    if turn.server_id is not None and profile.settings is not None:
+        servers[turn.server_id] = profile.settings
+    for r in candidates:
+        origin = r.key.server_id
+        if origin != DM_SERVER and origin not in servers:
+            servers[origin] = await stm.server_settings(origin)
+    return servers
+
+
+def apply_policies(stm: Stm, turn: Turn, profile: ServerProfile, opt_in: bool,
+                   candidates: list[MemoryRecord],
+                   servers: Mapping[str, ServerSettings]) -> list[MemoryRecord]:
+    """The candidates no policy hides (any ``False`` hides)."""
+    policies = stm.hooks.visibility_policies()
+    if not policies or not candidates:
+        return candidates
+    ctx = VisibilityContext(
+        turn=turn,
+        current=servers.get(turn.server_id) if turn.server_id is not None else None,
+        current_is_private=current_is_private(turn, profile),
+        crossserver_opt_in=opt_in,
+        servers=servers,
+    )
+    visible: list[MemoryRecord] = []
+    for r in candidates:
+        for policy in policies:
+            if policy(r, ctx) is False:
+                break
+        else:
+            visible.append(r)
+    return visible

@@ -1,0 +1,1 @@
+"""The storage contract: records, the adapter protocol."""
