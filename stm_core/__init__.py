@@ -21,6 +21,8 @@ from stm_core.errors import (
     UnknownDatabaseURL,
     ValidationError,
 )
+from stm_core.inject import inject, insert_at_dialogue_depth
+from stm_core.intent import detect_long_term_intent
 from stm_core.models import (
     DIALOGUE_HISTORY,
     DIALOGUE_SAMPLE,
@@ -44,11 +46,13 @@ from stm_core.plugin_types import (
 from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
+from stm_core.tool import TOOL_NAME
 
 __all__ = [
     "DIALOGUE_HISTORY",
     "DIALOGUE_SAMPLE",
     "STM_TAG",
+    "TOOL_NAME",
     "Clock",
     "ConfigurationError",
     "ContextItem",
@@ -76,6 +80,9 @@ __all__ = [
     "ValidationError",
     "VisibilityContext",
     "create_plugin_manager",
+    "detect_long_term_intent",
     "hookimpl",
+    "inject",
+    "insert_at_dialogue_depth",
     "open_store",
 ]

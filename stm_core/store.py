@@ -107,9 +107,11 @@ class Stm:
 
         return await tool_schema(self, turn, format)
 
-    async def apply_tool_call(self, turn: Turn, arguments: Mapping[str, object]) -> ToolResult:
-        """Apply the model's ``update_short_term_memory`` call. Never raises:
-        failures come back as a :class:`ToolResult` to hand to the model."""
+    async def apply_tool_call(self, turn: Turn,
+                              arguments: Mapping[str, object] | str) -> ToolResult:
+        """Apply the model's ``update_short_term_memory`` call (its arguments as
+        a mapping or the raw JSON string). Never raises: failures come back as
+        a :class:`ToolResult` to hand to the model."""
         from stm_core.tool.apply import apply_tool_call
 
         return await apply_tool_call(self, turn, arguments)

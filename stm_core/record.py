@@ -1,0 +1,148 @@
+"""Post-turn capture: keep the channel's last lines and count the turn (reference §8).
+
+This is the per-turn write path, so it does the least work it can: the
+message list is cleaned once, and every row of the turn (each persona's live
+row and, in a guild, the triggering user's copy) goes to the database in a
+single ``capture`` call, one transaction. The counter is incremented in SQL on
+the live row only; the value returned is the one the database holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from stm_core.errors import StmError, StorageError
+from stm_core.models import CrudeMessage, HistoryMessage, PersonaResponse, RecordResult, Turn
+from stm_core.storage.records import CaptureWrite, MemoryKey
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+log = logging.getLogger("stm.record")
+
+_TRAILING_BLANKS = re.compile(r"[ \t]+\n")
+_EXTRA_BLANK_LINES = re.compile(r"\n{3,}")
+
+
+def clean_content(text: str, annotations: re.Pattern[str] | None) -> str:
+    """Strip turn-ephemeral annotations and the whitespace they leave behind:
+    spaces and tabs before a newline, more than one blank line, the ends."""
+    if annotations is not None and "[" in text:
+        text = annotations.sub("", text)
+    if "\n" in text:
+        text = _EXTRA_BLANK_LINES.sub("\n\n", _TRAILING_BLANKS.sub("\n", text))
+    return text.strip()
+
+
+def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[PersonaResponse],
+                   *, annotations: re.Pattern[str] | None, now_ms: int,
+                   keep: int) -> tuple[CrudeMessage, ...]:
+    """The channel's stored lines after this turn: the history's user and
+    persona messages, then this turn's replies, cleaned, last ``keep`` only.
+
+    Walks from the newest message back and stops once ``keep`` lines are
+    found, so a long history window costs no more than a short one.
+    """
+    newest_first: list[CrudeMessage] = []
+    for response in reversed(responses):
+        if len(newest_first) == keep:
+            break
+        content = clean_content(response.content, annotations)
+        if content:
+            newest_first.append(CrudeMessage(role="model", content=content,
+                                             speaker_name=response.persona_name,
+                                             timestamp_ms=now_ms))
+    for message in reversed(history):
+        if len(newest_first) == keep:
+            break
+        author = message.author_type
+        if author == "other":
+            continue
+        content = clean_content(message.content, annotations)
+        if content:
+            newest_first.append(CrudeMessage(role="user" if author == "user" else "model",
+                                             content=content,
+                                             speaker_name=message.speaker_name,
+                                             timestamp_ms=now_ms))
+    newest_first.reverse()
+    return tuple(newest_first)
+
+
+def skip_reason(turn: Turn, history: Sequence[HistoryMessage],
+                responses: Sequence[PersonaResponse], *, stop_response: bool,
+                privacy_full: bool) -> str | None:
+    """Why this turn is not recorded, or ``None``."""
+    if stop_response:
+        return "stop_response"
+    if not history:
+        return "empty_history"
+    if privacy_full:
+        return "privacy_full"
+    if not responses:
+        return "no_persona_responses"
+    if not turn.channel_id:
+        return "no_channel"
+    if turn.server_id is None and not turn.user_id:
+        return "no_user"  # a DM row is keyed by its user
+    return None
+
+
+def personas(responses: Sequence[PersonaResponse]) -> dict[str | None, str | None]:
+    """Distinct persona ids, in reply order -> the lineage of their first reply."""
+    found: dict[str | None, str | None] = {}
+    for response in responses:
+        found.setdefault(response.persona_id or None, response.persona_lineage_id)
+    return found
+
+
+async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
+                      responses: Sequence[PersonaResponse], *, stop_response: bool,
+                      privacy_full: bool) -> RecordResult:
+    """Store the channel's last messages for each persona that replied and
+    count the turn on the live row.
+
+    Raises :class:`StorageError` when the database write fails; content
+    problems never raise (empty messages are dropped).
+    """
+    reason = skip_reason(turn, history, responses, stop_response=stop_response,
+                         privacy_full=privacy_full)
+    if reason is not None:
+        return RecordResult(recorded=False, skipped_reason=reason)
+
+    settings = stm.settings
+    now_ms = stm.clock.now_ms()
+    messages = crude_messages(history, responses, annotations=stm.hooks.annotation_pattern(),
+                              now_ms=now_ms, keep=settings.max_messages_per_channel)
+    writes: list[CaptureWrite] = []
+    live_rows: dict[str, int] = {}  # persona id ("" for none) -> index of its live write
+
+    def add(key: MemoryKey, increment: int, lineage: str | None) -> None:
+        writes.append(CaptureWrite(key=key, messages=messages, now_ms=now_ms,
+                                   counter_increment=increment, persona_lineage_id=lineage,
+                                   parent_channel_id=turn.parent_channel_id,
+                                   crude_ttl_ms=settings.crude_ttl_ms,
+                                   summary_ttl_ms=settings.summary_ttl_ms))
+
+    for persona_id, lineage in personas(responses).items():
+        live_rows[persona_id or ""] = len(writes)
+        if turn.server_id is None:
+            assert turn.user_id is not None  # checked by skip_reason
+            add(MemoryKey.user(turn.user_id, turn.channel_id, persona_id, None), 1, lineage)
+        else:
+            add(MemoryKey.server(turn.server_id, turn.channel_id, persona_id), 1, lineage)
+            if turn.user_id:
+                add(MemoryKey.user(turn.user_id, turn.channel_id, persona_id, turn.server_id),
+                    0, lineage)
+
+    try:
+        rows = await stm.capture(writes)
+    except StmError:
+        raise
+    except Exception as exc:
+        raise StorageError(f"recording the turn of channel {turn.channel_id} failed: "
+                           f"{exc}") from exc
+    return RecordResult(recorded=True, counters={
+        persona: rows[index].turns_since_refresh for persona, index in live_rows.items()})

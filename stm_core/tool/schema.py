@@ -1,0 +1,92 @@
+"""The ``update_short_term_memory`` declaration offered to the model (reference §3.3).
+
+Summary mode has one ``summary`` property; category mode has one string
+property per category slug, in position order, described by the category's
+description (expanded and sanitised). The tool description is the server's
+override when set, in both modes (DESIGN decision 10), else the provider's
+phrasing. The neutral :class:`ToolSchema` is then rendered in a provider
+format registered by a plugin.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from stm_core.errors import ValidationError
+from stm_core.models import Turn
+from stm_core.plugin_types import ToolFormat, ToolSchema
+from stm_core.profile import PromptSet, ServerProfile
+from stm_core.tool import TOOL_NAME
+from stm_core.tool.gate import tool_available
+
+if TYPE_CHECKING:
+    from stm_core.hooks import Hooks
+    from stm_core.store import Stm
+
+_MEMO_LIMIT = 1024
+# (id(profile), id(prompts)) -> (profile, prompts, schema). The objects are held
+# so their ids cannot be reused while the entry lives; both are immutable and
+# replaced (not edited) when settings, plugins or prompts change.
+_memo: dict[tuple[int, int], tuple[ServerProfile, PromptSet, ToolSchema]] = {}
+
+
+def build_tool_schema(profile: ServerProfile, prompts: PromptSet) -> ToolSchema:
+    """The neutral tool schema for a server profile and a provider's prompts."""
+    if profile.mode == "summary":
+        properties: tuple[tuple[str, str], ...] = (
+            ("summary", prompts.field_descriptions["summary"]),)
+    else:
+        properties = tuple((slug, prompts.field_descriptions.get(slug, label))
+                           for slug, label in profile.slug_map.items())
+    return ToolSchema(name=TOOL_NAME, description=prompts.tool_description,
+                      properties=properties, mode=profile.mode)
+
+
+def cached_tool_schema(profile: ServerProfile, prompts: PromptSet) -> ToolSchema:
+    """:func:`build_tool_schema`, memoized per (profile, prompts) object pair."""
+    key = (id(profile), id(prompts))
+    hit = _memo.get(key)
+    if hit is not None and hit[0] is profile and hit[1] is prompts:
+        return hit[2]
+    schema = build_tool_schema(profile, prompts)
+    if len(_memo) >= _MEMO_LIMIT:
+        _memo.clear()
+    _memo[key] = (profile, prompts, schema)
+    return schema
+
+
+def tool_format(hooks: Hooks, format: str | None, provider: str) -> ToolFormat:
+    """The format asked for by key, else the one the provider uses."""
+    if format is None:
+        return hooks.tool_format_for_provider(provider)
+    formats = hooks.tool_formats()
+    found = formats.get(format)
+    if found is None:
+        raise ValidationError(
+            f"unknown tool format {format!r}; registered formats: "
+            + ", ".join(sorted(formats)),
+            field="format", allowed=", ".join(sorted(formats)))
+    return found
+
+
+def render_tool_schema(hooks: Hooks, schema: ToolSchema, format: str | None = None,
+                       provider: str = "") -> dict[str, Any]:
+    """``schema`` as a provider declaration; a new dict on every call, so the
+    caller may change it freely."""
+    return tool_format(hooks, format, provider).render(schema)
+
+
+async def tool_schema(stm: Stm, turn: Turn, format: str | None) -> dict[str, Any] | None:
+    """The declaration to offer this turn, or ``None`` when the tool is not
+    available (gates closed, or already used this turn).
+
+    Raises :class:`ValidationError` for an unknown ``format`` key.
+    """
+    # Resolve the format first: a typo is a host bug and must surface even on
+    # turns where the tool happens to be withheld.
+    fmt = tool_format(stm.hooks, format, turn.provider)
+    if not await tool_available(stm, turn):
+        return None
+    profile = await stm.profile_for(turn.server_id)
+    prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider)
+    return fmt.render(cached_tool_schema(profile, prompts))

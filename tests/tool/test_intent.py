@@ -1,0 +1,40 @@
+"""Explicit long-term intent (reference §3.1, DESIGN decision 9)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stm_core.intent import ENGLISH_PHRASES, JAPANESE_PHRASES, detect_long_term_intent
+
+
+@pytest.mark.parametrize("phrase", ENGLISH_PHRASES + JAPANESE_PHRASES)
+def test_every_listed_phrase_triggers(phrase: str) -> None:
+    assert detect_long_term_intent(f"please {phrase} this")
+
+
+@pytest.mark.parametrize("message", [
+    "REMEMBER my birthday is in May",
+    "Please  commit\tto\n memory: I like tea",
+    "Note: I'm vegetarian.",
+    "don’t forget the milk",  # typographic apostrophe
+    "ｒｅｍｅｍｂｅｒ this",  # full-width letters, NFKC
+    "rememberしてね",
+    "これ覚えてね",
+    "明日のこと、忘れないでね",
+    "save it for future reference!",
+])
+def test_triggers(message: str) -> None:
+    assert detect_long_term_intent(message)
+
+
+@pytest.mark.parametrize("message", [
+    "I left my notebook at home",
+    "I remembered where it was",
+    "notes from the meeting",
+    "don't  worry, I won't forget",
+    "in future conversations we should",
+    "",
+    "覚えています",
+])
+def test_does_not_trigger(message: str) -> None:
+    assert not detect_long_term_intent(message)
