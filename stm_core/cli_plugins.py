@@ -1,11 +1,79 @@
-"""The ``stm plugins`` command (placeholder until introspection lands)."""
+"""The ``stm plugins`` command: what is installed, what loaded, what failed."""
 
 from __future__ import annotations
 
+import json
+
 import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from stm_core.errors import PluginError
+from stm_core.introspect import PluginInfo, describe_plugins, find_conflicts
+from stm_core.plugins import create_plugin_manager
+
+_STATUS_STYLE = {"loaded": "green", "failed": "bold red", "blocked": "yellow"}
 
 
 @click.command(name="plugins")
-def plugins() -> None:
-    """List installed plugins."""
-    raise click.ClickException("not implemented yet")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_context
+def plugins(ctx: click.Context, as_json: bool) -> None:
+    """List plugins: built-in, installed (entry points) and their status.
+
+    A plugin that fails to load is listed as failed, with its error; the
+    command still succeeds. Two plugins claiming one render mode, storage
+    scheme or tool format are listed as conflicts. With STM_STRICT_PLUGINS=1 a
+    plugin that fails to load is an error instead.
+
+    \b
+    Examples:
+      stm plugins
+      stm plugins --json
+      STM_DISABLED_PLUGINS=stm-broken stm plugins
+      STM_LOAD_PLUGINS= stm plugins        # built-ins only
+      STM_TRACE_PLUGINS=1 stm plugins      # log every hook call
+    """
+    json_output = as_json or bool(getattr(ctx.obj, "json_output", False))
+    try:
+        pm = create_plugin_manager(load_entrypoints=True)
+    except PluginError as exc:  # strict mode, or a broken built-in
+        raise click.ClickException(str(exc)) from exc
+    infos = describe_plugins(pm)
+    conflicts = find_conflicts(pm)
+    if json_output:
+        click.echo(json.dumps({"plugins": [i.to_dict() for i in infos],
+                               "conflicts": [c.to_dict() for c in conflicts]}, indent=2))
+        return
+    console = Console()
+    console.print(plugins_table(infos))
+    for conflict in conflicts:
+        console.print(f"[bold red]conflict:[/] {escape(conflict.message)}", highlight=False)
+
+
+def plugins_table(infos: list[PluginInfo]) -> Table:
+    table = Table(title="stm plugins", title_justify="left", show_lines=True)
+    table.add_column("plugin", no_wrap=True)
+    table.add_column("source")
+    table.add_column("status")
+    table.add_column("hooks (stm_*) and keys", ratio=1, overflow="fold")
+    for info in infos:
+        source = {"builtin": "built-in", "host": "host code"}.get(
+            info.kind, " ".join(p for p in (info.distribution, info.version) if p))
+        lines = [", ".join(h.removeprefix("stm_") for h in info.hooks)] if info.hooks else []
+        lines += [f"[dim]{escape(line)}[/]" for line in grouped_keys(info.provides)]
+        if info.error:
+            lines.append(f"[red]{escape(info.error)}[/]")
+        style = _STATUS_STYLE[info.status]
+        table.add_row(info.name, source, f"[{style}]{info.status}[/]", "\n".join(lines))
+    return table
+
+
+def grouped_keys(provides: tuple[str, ...]) -> list[str]:
+    """``("render mode a", "render mode b")`` -> ``["render mode: a, b"]``."""
+    groups: dict[str, list[str]] = {}
+    for item in provides:
+        what, _, key = item.rpartition(" ")
+        groups.setdefault(what, []).append(key)
+    return [f"{what}: {', '.join(keys)}" for what, keys in groups.items()]

@@ -1,28 +1,267 @@
-"""Loading third-party plugins from the ``stm`` entry-point group."""
+"""Loading third-party plugins from the ``stm`` entry-point group, tolerantly.
+
+pluggy's own ``load_setuptools_entrypoints`` stops at the first plugin that
+fails to import, leaving the manager half-loaded in an order that depends on
+the environment. This loader walks the entry points itself, in a fixed order:
+
+1. discover every entry point of the group with its distribution's name and
+   version, from metadata alone (nothing is imported);
+2. apply the allowlist (``STM_LOAD_PLUGINS``) and the blocklist
+   (``STM_DISABLED_PLUGINS``), which accept entry-point and distribution names;
+3. import and register each remaining plugin; a failure is logged with the
+   entry-point name, distribution, version and error, recorded on the manager
+   and skipped, unless strict mode (``STM_STRICT_PLUGINS=1``) turns it into a
+   :class:`~stm_core.errors.PluginError`.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
-from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+
+from stm_core.errors import PluginError
 
 if TYPE_CHECKING:
     from stm_core.plugins import StmPluginManager
 
 log = logging.getLogger("stm.plugin_loader")
 
+#: Entry-point group third-party distributions publish plugins under.
+ENTRY_POINT_GROUP = "stm"
 
-def load_entrypoint_plugins(pm: StmPluginManager) -> None:
-    """Register every plugin published under the ``stm`` entry-point group.
+LOAD_ENV = "STM_LOAD_PLUGINS"
+DISABLED_ENV = "STM_DISABLED_PLUGINS"
+STRICT_ENV = "STM_STRICT_PLUGINS"
+TRACE_ENV = "STM_TRACE_PLUGINS"
 
-    A plugin that fails to import or register is logged and skipped.
+PluginKind = Literal["builtin", "entrypoint", "host"]
+FailureStage = Literal["import", "register", "validate"]
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def normalize_name(name: str) -> str:
+    """Compare names the way package indexes do: ``Stm_Acme`` == ``stm-acme``."""
+    return re.sub(r"[-_.]+", "-", name).lower().strip()
+
+
+def env_flag(environ: Mapping[str, str], name: str) -> bool:
+    return environ.get(name, "").strip().lower() in _TRUE
+
+
+def parse_name_list(value: str) -> frozenset[str]:
+    """``"a, b,,c"`` -> ``{"a", "b", "c"}``; an empty string is the empty set."""
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+@attrs.frozen(kw_only=True)
+class PluginOrigin:
+    """Where a registered (or attempted) plugin came from."""
+
+    name: str
+    kind: PluginKind
+    distribution: str | None = None
+    version: str | None = None
+    #: The entry point's target, e.g. ``"stm_acme.provider"``.
+    entry_point: str | None = None
+
+    def describe(self) -> str:
+        """``'acme_digest' (entry point stm_acme.digest of stm-acme 1.0)`` and the like."""
+        if self.kind != "entrypoint":
+            return f"{self.name!r} ({self.kind} plugin)"
+        return (f"{self.name!r} (entry point {self.entry_point} of "
+                f"{self.distribution} {self.version})")
+
+
+@attrs.frozen(kw_only=True)
+class PluginFailure:
+    """A plugin that could not be loaded; the host carried on without it."""
+
+    origin: PluginOrigin
+    stage: FailureStage
+    error: str
+
+
+@attrs.frozen(kw_only=True)
+class SkippedPlugin:
+    """An entry point left unimported on purpose (blocked, or not allowed)."""
+
+    origin: PluginOrigin
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class LoadPolicy:
+    """Which entry points to load, and what a failure means.
+
+    ``allow`` is ``None`` for "everything installed"; an empty set loads none.
+    Names are entry-point names or distribution names, compared normalized.
     """
-    from stm_core.plugins import ENTRY_POINT_GROUP
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if pm.is_registered(None) or pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
-            continue
+    allow: frozenset[str] | None = None
+    block: frozenset[str] = frozenset()
+    strict: bool = False
+    #: Where the lists came from, for messages ("STM_LOAD_PLUGINS" or "allow=").
+    allow_source: str = LOAD_ENV
+    block_source: str = DISABLED_ENV
+
+    @classmethod
+    def build(cls, *, allow: Iterable[str] | None = None, block: Iterable[str] | None = None,
+              strict: bool | None = None,
+              environ: Mapping[str, str] | None = None) -> LoadPolicy:
+        """Arguments win; the environment fills in what they leave as ``None``."""
+        env = os.environ if environ is None else environ
+        if allow is not None:
+            allow_set: frozenset[str] | None = frozenset(allow)
+            allow_source = "allow="
+        elif LOAD_ENV in env:
+            allow_set, allow_source = parse_name_list(env[LOAD_ENV]), LOAD_ENV
+        else:
+            allow_set, allow_source = None, LOAD_ENV
+        if block is not None:
+            block_set, block_source = frozenset(block), "block="
+        else:
+            block_set, block_source = parse_name_list(env.get(DISABLED_ENV, "")), DISABLED_ENV
+        return cls(allow=allow_set, block=block_set,
+                   strict=env_flag(env, STRICT_ENV) if strict is None else strict,
+                   allow_source=allow_source, block_source=block_source)
+
+    def blocks(self, *names: str | None) -> bool:
+        wanted = {normalize_name(n) for n in self.block}
+        return any(n is not None and normalize_name(n) in wanted for n in names)
+
+    def allows(self, *names: str | None) -> bool:
+        if self.allow is None:
+            return True
+        wanted = {normalize_name(n) for n in self.allow}
+        return any(n is not None and normalize_name(n) in wanted for n in names)
+
+
+@attrs.frozen(kw_only=True)
+class EntryPointRef:
+    """One entry point of the group, known from metadata without importing it."""
+
+    origin: PluginOrigin
+    entry_point: importlib.metadata.EntryPoint
+
+
+def discover_entry_points(group: str = ENTRY_POINT_GROUP) -> list[EntryPointRef]:
+    """Every entry point of ``group``, sorted by distribution then name.
+
+    The order is fixed so registration (and so hook call) order does not
+    depend on how the environment happens to list its distributions. A
+    distribution found twice on ``sys.path`` counts once.
+    """
+    refs: dict[tuple[str, str], EntryPointRef] = {}
+    for dist in importlib.metadata.distributions():
         try:
-            pm.register(ep.load(), name=ep.name)
-        except Exception:
-            log.exception("failed to load stm plugin %r", ep.name)
+            dist_name = dist.metadata["Name"] or "unknown"
+            eps = [ep for ep in dist.entry_points if ep.group == group]
+        except Exception:  # broken metadata must not stop discovery
+            log.warning("skipping a distribution with unreadable metadata at %s",
+                        getattr(dist, "_path", "?"), exc_info=True)
+            continue
+        for ep in eps:
+            key = (normalize_name(dist_name), ep.name)
+            if key in refs:
+                continue
+            refs[key] = EntryPointRef(
+                origin=PluginOrigin(name=ep.name, kind="entrypoint", distribution=dist_name,
+                                    version=dist.version, entry_point=ep.value),
+                entry_point=ep)
+    return [refs[k] for k in sorted(refs)]
+
+
+def error_text(exc: BaseException) -> str:
+    """One line: ``ImportError: No module named 'x'`` (pluggy's messages span lines)."""
+    message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def load_entrypoint_plugins(pm: StmPluginManager, policy: LoadPolicy | None = None,
+                            *, group: str = ENTRY_POINT_GROUP,
+                            other_names: Iterable[str] = ()) -> None:
+    """Register the plugins of ``group`` that ``policy`` lets through.
+
+    Every outcome is recorded on ``pm``: ``pm.origins`` for loaded plugins,
+    ``pm.load_failures`` and ``pm.skipped`` for the rest. ``other_names`` are
+    names the lists may also use (the built-ins), so they raise no warning.
+    """
+    policy = policy or LoadPolicy.build()
+    refs = discover_entry_points(group)
+    _warn_unknown_names(policy, refs, other_names)
+    for ref in refs:
+        origin = ref.origin
+        if policy.blocks(origin.name, origin.distribution):
+            pm.set_blocked(origin.name)
+            pm.skipped.append(SkippedPlugin(
+                origin=origin, reason=f"disabled by {policy.block_source}"))
+            log.info("stm plugin %s is disabled", origin.describe())
+            continue
+        if not policy.allows(origin.name, origin.distribution):
+            pm.skipped.append(SkippedPlugin(
+                origin=origin, reason=f"not listed in {policy.allow_source}"))
+            continue
+        owner = pm.origins.get(origin.name)
+        if owner is not None or pm.has_plugin(origin.name):
+            by = owner.describe() if owner else "another plugin"
+            fail(pm, origin, "register", f"the name {origin.name!r} is already used by {by}",
+                 strict=policy.strict)
+            continue
+        _load_one(pm, ref, strict=policy.strict)
+
+
+def _load_one(pm: StmPluginManager, ref: EntryPointRef, *, strict: bool) -> None:
+    origin = ref.origin
+    try:
+        plugin = ref.entry_point.load()
+    except (Exception, SystemExit) as exc:  # a plugin's import must never end the host
+        fail(pm, origin, "import", error_text(exc), strict=strict, cause=exc)
+        return
+    try:
+        pm.register(plugin, name=origin.name)
+    except Exception as exc:
+        discard(pm, origin.name)
+        fail(pm, origin, "register", error_text(exc), strict=strict, cause=exc)
+        return
+    pm.origins[origin.name] = origin
+
+
+def discard(pm: StmPluginManager, name: str) -> None:
+    """Unregister ``name`` if a failed registration left part of it behind
+    (pluggy before 1.7 registers hook by hook)."""
+    if pm.get_plugin(name) is not None:
+        pm.unregister(name=name)
+
+
+def fail(pm: StmPluginManager, origin: PluginOrigin, stage: FailureStage, error: str, *,
+         strict: bool, cause: BaseException | None = None) -> None:
+    """Record (tolerant mode) or raise (strict mode) one plugin's failure."""
+    verb = {"import": "import", "register": "register", "validate": "pass validation"}[stage]
+    message = f"stm plugin {origin.describe()} failed to {verb}: {error}"
+    if strict:
+        raise PluginError(message) from cause
+    log.warning("%s; continuing without it", message)
+    if cause is not None:
+        log.debug("traceback of the failure of %r", origin.name, exc_info=cause)
+    pm.load_failures.append(PluginFailure(origin=origin, stage=stage, error=error))
+
+
+def _warn_unknown_names(policy: LoadPolicy, refs: list[EntryPointRef],
+                        other_names: Iterable[str]) -> None:
+    """A typo in an allow or block list should not pass silently."""
+    known = {normalize_name(n) for ref in refs
+             for n in (ref.origin.name, ref.origin.distribution) if n}
+    known.update(normalize_name(n) for n in other_names)
+    for source, names in ((policy.allow_source, policy.allow or ()),
+                          (policy.block_source, policy.block)):
+        for name in sorted(names):
+            if normalize_name(name) not in known:
+                log.warning("%s names %r, but no installed stm plugin, entry point or "
+                            "distribution has that name", source, name)

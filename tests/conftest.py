@@ -20,6 +20,10 @@ from stm_core.clock import ManualClock
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
 
+# The plugin authors' test kit (stm_plugin_manager, register_plugin, make_turn,
+# stm_memory_store, stm_clock), loaded here so its own tests use it as authors do.
+pytest_plugins = ["stm_core.testing"]
+
 PG_ENV = "STM_TEST_POSTGRES_URL"
 REQUIRE_PG_ENV = "STM_REQUIRE_POSTGRES"
 
