@@ -170,7 +170,8 @@ class MemoryAdapter:
                                                                        list[MemoryKey]]:
         async with self._lock:
             old = self._settings.get(server_id) or ServerSettings(server_id=server_id)
-            new = attrs.evolve(old, categories=tuple(categories), updated_at_ms=now_ms)
+            new = attrs.evolve(old, categories=tuple(sorted(categories, key=lambda c: c.position)),
+                               updated_at_ms=now_ms)
             self._settings[server_id] = new
             removed: list[MemoryKey] = []
             if clear_server_memories:

@@ -1,0 +1,100 @@
+"""Deletes memory rows nobody touched for ``janitor_retention_days``.
+
+A run deletes in batches of ``janitor_batch_size`` and pauses
+``janitor_pause_ms`` between them, so turn writes queued meanwhile get the
+database between batches (one big ``DELETE`` would hold the SQLite write lock
+for its whole length). Afterwards the cache drops what the database no longer
+holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from stm_core.storage.records import MemoryKey
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+log = logging.getLogger("stm.janitor")
+
+
+class Janitor:
+    """Purges old rows now (:meth:`run_once`) or on an interval (:meth:`start`)."""
+
+    def __init__(self, stm: Stm) -> None:
+        self.stm = stm
+        self._task: asyncio.Task[None] | None = None
+        #: Completed runs of the interval task (failed ones included).
+        self.runs = 0
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def run_once(self, progress: Callable[[int], None] | None = None) -> int:
+        """Delete every row untouched since the retention cutoff; returns how many.
+
+        ``progress`` is called with the running total after each batch.
+        """
+        settings = self.stm.settings
+        cutoff = self.stm.clock.now_ms() - settings.retention_ms
+        pause_s = settings.janitor_pause_ms / 1000
+        total = 0
+        while True:
+            deleted = await self.stm.adapter.purge_older_than(
+                cutoff, batch_size=settings.janitor_batch_size)
+            if deleted == 0:
+                break
+            total += deleted
+            if progress is not None:
+                progress(total)
+            await asyncio.sleep(pause_s)
+        if total:
+            log.info("janitor deleted %d memory rows untouched since %d", total, cutoff)
+        self._forget_cached(cutoff)
+        return total
+
+    def _forget_cached(self, cutoff_ms: int) -> None:
+        """The cache must never hold a row the database no longer has."""
+        cache = self.stm.cache
+        stale: list[MemoryKey] = []
+        for view in cache.servers.values():
+            stale += [k for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
+        for user in cache.users.values():
+            stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
+        if stale:
+            cache.forget(stale)
+
+    def start(self, interval_s: float | None = None, first_delay_s: float = 60) -> None:
+        """Run every ``interval_s`` (default ``janitor_interval_hours``), the first
+        time after ``first_delay_s``. A second call while running does nothing."""
+        if self.running:
+            log.warning("janitor already running; start() ignored")
+            return
+        interval = (self.stm.settings.janitor_interval_hours * 3600 if interval_s is None
+                    else interval_s)
+        self._task = asyncio.get_running_loop().create_task(
+            self._loop(interval, first_delay_s), name="stm-janitor")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        # wait() neither raises the task's cancellation nor swallows our own.
+        await asyncio.wait([task])
+
+    async def _loop(self, interval_s: float, first_delay_s: float) -> None:
+        await asyncio.sleep(first_delay_s)
+        while True:
+            try:
+                await self.run_once()
+            except Exception:
+                # Logged, not raised: the next run may well succeed.
+                log.exception("janitor run failed; retrying in %.0f s", interval_s)
+            self.runs += 1
+            await asyncio.sleep(interval_s)

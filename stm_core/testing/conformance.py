@@ -1,0 +1,523 @@
+"""The storage contract as a test suite any adapter can run against itself.
+
+Subclass :class:`StorageAdapterConformance` in a test module and provide an
+``adapter`` fixture that yields a set-up adapter on an empty database::
+
+    import pytest
+    from stm_core.testing.conformance import StorageAdapterConformance
+
+    class TestMyAdapter(StorageAdapterConformance):
+        @pytest.fixture
+        async def adapter(self, tmp_path):
+            a = MyAdapter(...)
+            await a.setup()
+            yield a
+            await a.aclose()
+
+The tests are ``async def``: run them with pytest-asyncio in auto mode
+(``asyncio_mode = "auto"`` in the pytest configuration), or mark the class
+with ``@pytest.mark.asyncio``. Times are explicit ``now_ms`` values, so no
+clock is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import attrs
+import pytest
+
+from stm_core.errors import ValidationError
+from stm_core.models import CrudeMessage
+from stm_core.storage.protocol import StorageAdapter
+from stm_core.storage.records import (
+    CaptureWrite,
+    CategoryRecord,
+    MemoryFilter,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    ServerSettings,
+    UserPrefs,
+)
+
+NOW = 1_767_225_600_000
+HOUR = 3_600_000
+#: The default TTLs of CaptureWrite and MemoryWrite.
+CRUDE_TTL = 12 * HOUR
+SUMMARY_TTL = 24 * HOUR
+
+GUILD = "100000000000000001"
+OTHER_GUILD = "100000000000000002"
+USER = "200000000000000001"
+OTHER_USER = "200000000000000002"
+
+
+def messages(*texts: str, at: int = NOW) -> tuple[CrudeMessage, ...]:
+    return tuple(CrudeMessage(role="user" if i % 2 == 0 else "model", content=t,
+                              speaker_name="Ann" if i % 2 == 0 else None, timestamp_ms=at + i)
+                 for i, t in enumerate(texts))
+
+
+def server_key(channel: str = "c1", guild: str = GUILD, persona: str | None = None) -> MemoryKey:
+    return MemoryKey.server(guild, channel, persona)
+
+
+def user_key(channel: str = "c1", user: str = USER, guild: str | None = GUILD,
+             persona: str | None = None) -> MemoryKey:
+    return MemoryKey.user(user, channel, persona, guild)
+
+
+async def capture(adapter: StorageAdapter, key: MemoryKey, *, now: int = NOW, inc: int = 1,
+                  texts: tuple[str, ...] = ("hello",), **kw: object) -> MemoryRecord:
+    (record,) = await adapter.capture([CaptureWrite(
+        key=key, messages=messages(*texts, at=now), now_ms=now, counter_increment=inc,
+        **kw)])  # type: ignore[arg-type]
+    return record
+
+
+async def write(adapter: StorageAdapter, key: MemoryKey, *, now: int = NOW,
+                **kw: object) -> MemoryRecord:
+    (record,) = await adapter.write_memory([MemoryWrite(key=key, now_ms=now,
+                                                        **kw)])  # type: ignore[arg-type]
+    return record
+
+
+async def summarize(adapter: StorageAdapter, key: MemoryKey, summary: str, *, now: int = NOW,
+                    categories: Mapping[str, str] | None = None) -> MemoryRecord:
+    return await write(adapter, key, now=now, set_summary=True, summary=summary,
+                       set_categories=categories is not None, categories=categories or {})
+
+
+def keys(records: list[MemoryRecord]) -> set[MemoryKey]:
+    return {r.key for r in records}
+
+
+class StorageAdapterConformance:
+    """Every behaviour of :class:`~stm_core.storage.protocol.StorageAdapter`."""
+
+    # -- setup ---------------------------------------------------------------------
+    async def test_is_a_storage_adapter(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, StorageAdapter)
+        assert isinstance(adapter.name, str) and adapter.name
+
+    async def test_setup_again_changes_nothing(self, adapter: StorageAdapter) -> None:
+        record = await capture(adapter, server_key())
+        status = await adapter.setup()
+        assert not status.created
+        assert status.from_version == status.to_version
+        assert await adapter.get_memory(server_key()) == record
+
+    # -- capture -------------------------------------------------------------------
+    async def test_capture_creates_a_row(self, adapter: StorageAdapter) -> None:
+        record = await capture(adapter, server_key(), texts=("hi", "hello Ann"), inc=1)
+        assert record.key == server_key()
+        assert record.rev == 1
+        assert record.turns_since_refresh == 1
+        assert record.last_refreshed_turn == 0
+        assert record.updated_at_ms == NOW
+        assert record.summary is None and dict(record.categories) == {}
+        assert record.messages == messages("hi", "hello Ann")
+        assert await adapter.get_memory(server_key()) == record
+
+    async def test_capture_without_increment_starts_the_counter_at_zero(
+            self, adapter: StorageAdapter) -> None:
+        record = await capture(adapter, server_key(), inc=0)
+        assert record.turns_since_refresh == 0
+
+    async def test_capture_adds_to_the_counter_and_replaces_messages(
+            self, adapter: StorageAdapter) -> None:
+        await capture(adapter, server_key(), texts=("one",))
+        await capture(adapter, server_key(), texts=("one", "two"), now=NOW + 1)
+        record = await capture(adapter, server_key(), texts=("two", "three"), now=NOW + 2, inc=2)
+        assert record.turns_since_refresh == 4
+        assert record.messages == messages("two", "three", at=NOW + 2)
+        assert record.updated_at_ms == NOW + 2
+        assert record.rev == 3
+
+    async def test_capture_keeps_summary_and_categories(self, adapter: StorageAdapter) -> None:
+        await summarize(adapter, server_key(), "the plan", categories={"mood": "calm"})
+        record = await capture(adapter, server_key(), now=NOW + HOUR)
+        assert record.summary == "the plan"
+        assert dict(record.categories) == {"mood": "calm"}
+
+    async def test_capture_sets_lineage_and_parent_only_when_given(
+            self, adapter: StorageAdapter) -> None:
+        first = await capture(adapter, server_key(), persona_lineage_id="L1",
+                              parent_channel_id="parent")
+        assert (first.persona_lineage_id, first.parent_channel_id) == ("L1", "parent")
+        kept = await capture(adapter, server_key(), now=NOW + 1)
+        assert (kept.persona_lineage_id, kept.parent_channel_id) == ("L1", "parent")
+        changed = await capture(adapter, server_key(), now=NOW + 2, persona_lineage_id="L2")
+        assert (changed.persona_lineage_id, changed.parent_channel_id) == ("L2", "parent")
+
+    async def test_capture_returns_rows_in_the_order_given(self, adapter: StorageAdapter) -> None:
+        order = [user_key(), server_key(), user_key(guild=None), server_key("c2")]
+        records = await adapter.capture([
+            CaptureWrite(key=k, messages=messages("x"), now_ms=NOW, counter_increment=1)
+            for k in order])
+        assert [r.key for r in records] == order
+        assert await adapter.capture([]) == []
+
+    async def test_one_call_may_capture_a_key_twice(self, adapter: StorageAdapter) -> None:
+        first, second = await adapter.capture([
+            CaptureWrite(key=server_key(), messages=messages("a"), now_ms=NOW,
+                         counter_increment=1),
+            CaptureWrite(key=server_key(), messages=messages("a", "b"), now_ms=NOW + 1,
+                         counter_increment=1)])
+        assert (first.rev, first.turns_since_refresh) == (1, 1)
+        assert (second.rev, second.turns_since_refresh) == (2, 2)
+        assert await adapter.get_memory(server_key()) == second
+
+    async def test_concurrent_captures_on_one_key_are_all_counted(
+            self, adapter: StorageAdapter) -> None:
+        n = 250
+        results = await asyncio.gather(*(
+            capture(adapter, server_key(), now=NOW + i, texts=(f"m{i}",)) for i in range(n)))
+        final = await adapter.get_memory(server_key())
+        assert final is not None
+        assert final.turns_since_refresh == n
+        assert sorted(r.rev for r in results) == list(range(1, n + 1))
+        # Every caller saw the counter its own write produced.
+        assert sorted(r.turns_since_refresh for r in results) == list(range(1, n + 1))
+
+    async def test_capture_clears_an_expired_summary(self, adapter: StorageAdapter) -> None:
+        await summarize(adapter, server_key(), "old news", categories={"mood": "grim"})
+        record = await capture(adapter, server_key(), now=NOW + SUMMARY_TTL + 1,
+                               texts=("fresh",))
+        assert record.summary is None
+        assert dict(record.categories) == {}
+        assert record.messages == messages("fresh", at=NOW + SUMMARY_TTL + 1)
+
+    async def test_capture_keeps_content_at_exactly_the_ttl(self, adapter: StorageAdapter) -> None:
+        await summarize(adapter, server_key(), "still good")
+        record = await capture(adapter, server_key(), now=NOW + SUMMARY_TTL)
+        assert record.summary == "still good"
+
+    async def test_category_only_rows_expire_after_the_crude_ttl(
+            self, adapter: StorageAdapter) -> None:
+        for channel in ("c1", "c2"):
+            await write(adapter, server_key(channel), set_categories=True,
+                        categories={"topic": "cats"})
+        kept = await capture(adapter, server_key("c1"), now=NOW + CRUDE_TTL)
+        cleared = await capture(adapter, server_key("c2"), now=NOW + CRUDE_TTL + 1)
+        assert dict(kept.categories) == {"topic": "cats"}
+        assert dict(cleared.categories) == {}
+
+    async def test_capture_uses_the_ttls_it_is_given(self, adapter: StorageAdapter) -> None:
+        await summarize(adapter, server_key(), "short-lived")
+        record = await capture(adapter, server_key(), now=NOW + 1001, summary_ttl_ms=1000,
+                               crude_ttl_ms=500)
+        assert record.summary is None
+
+    # -- write_memory ----------------------------------------------------------------
+    async def test_write_memory_creates_a_row(self, adapter: StorageAdapter) -> None:
+        record = await summarize(adapter, user_key(), "met Ann", categories={"who": "Ann"})
+        assert record.rev == 1
+        assert record.summary == "met Ann"
+        assert dict(record.categories) == {"who": "Ann"}
+        assert record.messages == ()
+        assert record.turns_since_refresh == 0
+        assert record.updated_at_ms == NOW
+        assert await adapter.get_memory(user_key()) == record
+
+    async def test_write_memory_changes_only_the_flagged_parts(
+            self, adapter: StorageAdapter) -> None:
+        await capture(adapter, server_key(), texts=("keep me",), inc=2)
+        await summarize(adapter, server_key(), "s1", categories={"a": "1"})
+        only_summary = await write(adapter, server_key(), now=NOW + 1, set_summary=True,
+                                   summary="s2")
+        assert only_summary.summary == "s2"
+        assert dict(only_summary.categories) == {"a": "1"}
+        assert only_summary.messages == messages("keep me")
+        assert only_summary.turns_since_refresh == 2
+        only_categories = await write(adapter, server_key(), now=NOW + 2, set_categories=True,
+                                      categories={"b": "2"})
+        assert only_categories.summary == "s2"
+        assert dict(only_categories.categories) == {"b": "2"}
+        assert only_categories.updated_at_ms == NOW + 2
+
+    async def test_write_memory_can_clear_the_summary_and_messages(
+            self, adapter: StorageAdapter) -> None:
+        await capture(adapter, server_key(), texts=("x",))
+        await summarize(adapter, server_key(), "gone soon")
+        record = await write(adapter, server_key(), now=NOW + 1, set_summary=True,
+                             summary=None, clear_messages=True)
+        assert record.summary is None
+        assert record.messages == ()
+
+    async def test_reset_counter(self, adapter: StorageAdapter) -> None:
+        await capture(adapter, server_key(), inc=3)
+        first = await write(adapter, server_key(), set_summary=True, summary="s",
+                            reset_counter=True)
+        assert (first.turns_since_refresh, first.last_refreshed_turn) == (0, 1)
+        await capture(adapter, server_key(), now=NOW + 1, inc=1)
+        second = await write(adapter, server_key(), now=NOW + 2, reset_counter=True)
+        assert (second.turns_since_refresh, second.last_refreshed_turn) == (0, 2)
+        assert second.summary == "s"
+
+    async def test_write_memory_drops_expired_content(self, adapter: StorageAdapter) -> None:
+        await capture(adapter, server_key(), texts=("stale",))
+        await summarize(adapter, server_key(), "stale summary", categories={"a": "1"})
+        later = NOW + SUMMARY_TTL + 1
+        record = await write(adapter, server_key(), now=later, set_categories=True,
+                             categories={"b": "2"})
+        assert record.summary is None
+        assert dict(record.categories) == {"b": "2"}
+        assert record.messages == ()
+
+    async def test_every_write_raises_rev(self, adapter: StorageAdapter) -> None:
+        revs = [(await capture(adapter, server_key())).rev,
+                (await summarize(adapter, server_key(), "s")).rev,
+                (await capture(adapter, server_key(), now=NOW + 1)).rev,
+                (await write(adapter, server_key(), now=NOW + 2, reset_counter=True)).rev]
+        assert revs == [1, 2, 3, 4]
+
+    async def test_write_memory_returns_rows_in_the_order_given(
+            self, adapter: StorageAdapter) -> None:
+        order = [user_key(), server_key()]
+        records = await adapter.write_memory([
+            MemoryWrite(key=k, now_ms=NOW, set_summary=True, summary=f"s{i}")
+            for i, k in enumerate(order)])
+        assert [(r.key, r.summary) for r in records] == [(order[0], "s0"), (order[1], "s1")]
+        assert await adapter.write_memory([]) == []
+
+    # -- reads --------------------------------------------------------------------------
+    async def test_get_memory_of_a_missing_row(self, adapter: StorageAdapter) -> None:
+        assert await adapter.get_memory(server_key("nowhere")) is None
+
+    async def test_load_server_memories_by_window_and_scope(
+            self, adapter: StorageAdapter) -> None:
+        await capture(adapter, server_key("c1"), now=NOW)
+        await capture(adapter, server_key("c2"), now=NOW - 10 * HOUR)
+        await capture(adapter, user_key("c1"), now=NOW)
+        await capture(adapter, server_key("c9", guild=OTHER_GUILD), now=NOW)
+        recent = await adapter.load_server_memories(GUILD, updated_since_ms=NOW - 5 * HOUR)
+        assert keys(recent) == {server_key("c1")}
+        wider = await adapter.load_server_memories(GUILD, updated_since_ms=NOW - 10 * HOUR)
+        assert keys(wider) == {server_key("c1"), server_key("c2")}
+        assert await adapter.load_server_memories("unknown", updated_since_ms=0) == []
+
+    async def test_load_user_memories_spans_servers_and_dms(
+            self, adapter: StorageAdapter) -> None:
+        mine = {user_key("c1"), user_key("c7", guild=OTHER_GUILD), user_key("dm", guild=None)}
+        for key in mine:
+            await capture(adapter, key)
+        await capture(adapter, server_key("c1"))
+        await capture(adapter, user_key("c1", user=OTHER_USER))
+        await capture(adapter, user_key("c3"), now=NOW - 30 * HOUR)
+        loaded = await adapter.load_user_memories(USER, updated_since_ms=NOW - 24 * HOUR)
+        assert keys(loaded) == mine
+
+    async def test_dm_rows_have_no_server(self, adapter: StorageAdapter) -> None:
+        record = await capture(adapter, user_key("dm", guild=None))
+        assert record.key.server_id == ""
+        assert await adapter.load_server_memories("", updated_since_ms=0) == []
+        assert keys(await adapter.load_user_memories(USER, updated_since_ms=0)) == {record.key}
+
+    async def test_personas_are_separate_rows(self, adapter: StorageAdapter) -> None:
+        await capture(adapter, server_key(persona="p1"), inc=1)
+        await capture(adapter, server_key(persona="p2"), inc=5)
+        await capture(adapter, server_key(), inc=7)
+        p1 = await adapter.get_memory(server_key(persona="p1"))
+        assert p1 is not None and p1.turns_since_refresh == 1
+        assert len(await adapter.load_server_memories(GUILD, updated_since_ms=0)) == 3
+
+    async def test_unicode_and_large_text_round_trip(self, adapter: StorageAdapter) -> None:
+        huge = "🧠 mémoire 記憶 \"quoted\" \\ back\nslash\t" * 5000
+        texts = ("emoji 🎉👩‍👩‍👧 and RTL שלום", huge, "{\"json\": [1, 2]}", "")
+        categories = {"humeur-été": "ça va 😊", "話題": huge, "quote\"key": "a\\b"}
+        await capture(adapter, server_key(), texts=texts)
+        written = await summarize(adapter, server_key(), huge, categories=categories)
+        assert written.summary == huge
+        assert dict(written.categories) == categories
+        assert list(written.categories) == list(categories)
+        stored = await adapter.get_memory(server_key())
+        assert stored == written
+        assert stored is not None and stored.messages == messages(*texts)
+        (loaded,) = await adapter.load_server_memories(GUILD, updated_since_ms=0)
+        assert loaded == written
+
+    async def test_categories_keep_their_insertion_order(self, adapter: StorageAdapter) -> None:
+        order = {"zeta": "1", "alpha": "2", "mid": "3"}
+        await write(adapter, server_key(), set_categories=True, categories=order)
+        stored = await adapter.get_memory(server_key())
+        assert stored is not None and list(stored.categories) == ["zeta", "alpha", "mid"]
+
+    # -- filters ----------------------------------------------------------------------
+    async def _populate(self, adapter: StorageAdapter) -> list[MemoryKey]:
+        all_keys = [server_key("c1"), server_key("c2"), user_key("c1"), user_key("c2"),
+                    user_key("c1", user=OTHER_USER), user_key("dm", guild=None),
+                    server_key("c1", guild=OTHER_GUILD), server_key("c1", persona="p1")]
+        await adapter.capture([CaptureWrite(key=k, messages=messages("x"), now_ms=NOW)
+                               for k in all_keys])
+        return all_keys
+
+    async def test_list_memories_by_filter(self, adapter: StorageAdapter) -> None:
+        all_keys = await self._populate(adapter)
+        by_channel = await adapter.list_memories(MemoryFilter(channel_id="c1"))
+        assert keys(by_channel) == {k for k in all_keys if k.channel_id == "c1"}
+        by_user = await adapter.list_memories(MemoryFilter(user_id=USER))
+        assert keys(by_user) == {user_key("c1"), user_key("c2"), user_key("dm", guild=None)}
+        server_scope = await adapter.list_memories(MemoryFilter(server_id=GUILD,
+                                                                scope_kind="server"))
+        assert keys(server_scope) == {server_key("c1"), server_key("c2"),
+                                      server_key("c1", persona="p1")}
+        by_persona = await adapter.list_memories(MemoryFilter(persona_id="p1"))
+        assert keys(by_persona) == {server_key("c1", persona="p1")}
+
+    async def test_delete_memories_by_channel(self, adapter: StorageAdapter) -> None:
+        all_keys = await self._populate(adapter)
+        removed = await adapter.delete_memories(MemoryFilter(channel_id="c1", server_id=GUILD))
+        gone = {k for k in all_keys if k.channel_id == "c1" and k.server_id == GUILD}
+        assert set(removed) == gone and len(removed) == len(gone)
+        for key in all_keys:
+            assert (await adapter.get_memory(key) is None) == (key in gone)
+
+    async def test_delete_memories_of_a_user(self, adapter: StorageAdapter) -> None:
+        await self._populate(adapter)
+        removed = await adapter.delete_memories(MemoryFilter(user_id=USER, scope_kind="user"))
+        assert set(removed) == {user_key("c1"), user_key("c2"), user_key("dm", guild=None)}
+        assert await adapter.load_user_memories(USER, updated_since_ms=0) == []
+        assert await adapter.count_memories() == 5
+        assert await adapter.delete_memories(MemoryFilter(user_id=USER)) == []
+
+    async def test_an_empty_filter_is_refused(self, adapter: StorageAdapter) -> None:
+        await self._populate(adapter)
+        with pytest.raises(ValidationError):
+            await adapter.delete_memories(MemoryFilter())
+        with pytest.raises(ValidationError):
+            await adapter.list_memories(MemoryFilter())
+        assert await adapter.count_memories() == 8
+
+    # -- server settings and categories -----------------------------------------------------
+    async def test_settings_default_when_none_are_stored(self, adapter: StorageAdapter) -> None:
+        assert await adapter.load_server_settings(GUILD) == ServerSettings(server_id=GUILD)
+
+    async def test_update_server_settings_changes_only_the_given_columns(
+            self, adapter: StorageAdapter) -> None:
+        first = await adapter.update_server_settings(GUILD, {"refresh_cadence": 7}, now_ms=NOW)
+        assert first.refresh_cadence == 7 and first.updated_at_ms == NOW
+        second = await adapter.update_server_settings(
+            GUILD, {"render_mode": "supersede", "nudge_injection_depth": 4}, now_ms=NOW + 1)
+        assert (second.refresh_cadence, second.render_mode, second.nudge_injection_depth) == (
+            7, "supersede", 4)
+        assert second.updated_at_ms == NOW + 1
+        assert await adapter.load_server_settings(GUILD) == second
+        assert await adapter.load_server_settings(OTHER_GUILD) == ServerSettings(
+            server_id=OTHER_GUILD)
+
+    async def test_a_setting_can_go_back_to_its_default(self, adapter: StorageAdapter) -> None:
+        await adapter.update_server_settings(GUILD, {"crude_message_count": 3,
+                                                     "tool_description_override": "Use it."},
+                                             now_ms=NOW)
+        reset = await adapter.update_server_settings(GUILD, {"crude_message_count": None},
+                                                     now_ms=NOW + 1)
+        assert reset.crude_message_count is None
+        assert reset.tool_description_override == "Use it."
+
+    async def test_every_setting_round_trips(self, adapter: StorageAdapter) -> None:
+        changes: dict[str, object] = {
+            "refresh_cadence": 9, "render_mode": "crude_summary", "crude_message_count": 4,
+            "nudge_injection_depth": 0, "content_injection_depth": -1,
+            "tool_description_override": "Tool ✍️", "update_nudge_override": "Nudge {x}",
+            "stm_enabled": False, "private_channel_ids": frozenset({"c2", "c1"}),
+            "privacy_bypass": True,
+        }
+        stored = await adapter.update_server_settings(GUILD, changes, now_ms=NOW)
+        expected = ServerSettings(server_id=GUILD, updated_at_ms=NOW,
+                                  **changes)  # type: ignore[arg-type]
+        assert stored == expected
+        assert await adapter.load_server_settings(GUILD) == expected
+
+    async def test_unknown_setting_names_are_refused(self, adapter: StorageAdapter) -> None:
+        with pytest.raises(ValidationError):
+            await adapter.update_server_settings(GUILD, {"refresh_cadence": 3, "colour": "red"},
+                                                 now_ms=NOW)
+        assert await adapter.load_server_settings(GUILD) == ServerSettings(server_id=GUILD)
+
+    async def test_replace_categories_orders_by_position_and_replaces(
+            self, adapter: StorageAdapter) -> None:
+        cats = [CategoryRecord(position=2, label="Plans", description="what is next"),
+                CategoryRecord(position=0, label="Mood", description="how people feel"),
+                CategoryRecord(position=1, label="Facts", description="things said")]
+        settings, removed = await adapter.replace_categories(GUILD, cats, now_ms=NOW,
+                                                             clear_server_memories=False)
+        assert [c.label for c in settings.categories] == ["Mood", "Facts", "Plans"]
+        assert removed == []
+        loaded = await adapter.load_server_settings(GUILD)
+        assert loaded.categories == settings.categories
+        fewer, _ = await adapter.replace_categories(
+            GUILD, [CategoryRecord(position=0, label="Only", description="one")],
+            now_ms=NOW + 1, clear_server_memories=False)
+        assert [c.label for c in fewer.categories] == ["Only"]
+        none, _ = await adapter.replace_categories(GUILD, [], now_ms=NOW + 2,
+                                                   clear_server_memories=False)
+        assert none.categories == ()
+        assert (await adapter.load_server_settings(GUILD)).categories == ()
+
+    async def test_replace_categories_keeps_other_settings(self, adapter: StorageAdapter) -> None:
+        await adapter.update_server_settings(GUILD, {"refresh_cadence": 3}, now_ms=NOW)
+        settings, _ = await adapter.replace_categories(
+            GUILD, [CategoryRecord(position=0, label="A", description="a")], now_ms=NOW + 1,
+            clear_server_memories=False)
+        assert settings.refresh_cadence == 3
+        after = await adapter.update_server_settings(GUILD, {"render_mode": "supersede"},
+                                                     now_ms=NOW + 2)
+        assert [c.label for c in after.categories] == ["A"]
+
+    async def test_replace_categories_can_clear_that_servers_memories(
+            self, adapter: StorageAdapter) -> None:
+        all_keys = await self._populate(adapter)
+        _, removed = await adapter.replace_categories(
+            GUILD, [CategoryRecord(position=0, label="New", description="n")], now_ms=NOW,
+            clear_server_memories=True)
+        gone = {k for k in all_keys if k.scope_kind == "server" and k.server_id == GUILD}
+        assert set(removed) == gone
+        for key in all_keys:
+            assert (await adapter.get_memory(key) is None) == (key in gone)
+
+    async def test_replace_categories_keeps_memories_unless_asked(
+            self, adapter: StorageAdapter) -> None:
+        await self._populate(adapter)
+        _, removed = await adapter.replace_categories(GUILD, [], now_ms=NOW,
+                                                      clear_server_memories=False)
+        assert removed == []
+        assert await adapter.count_memories() == 8
+
+    # -- user preferences ----------------------------------------------------------------
+    async def test_user_prefs_default_and_round_trip(self, adapter: StorageAdapter) -> None:
+        assert await adapter.load_user_prefs(USER) == UserPrefs(user_id=USER)
+        on = await adapter.set_user_prefs(USER, crossserver_opt_in=True, now_ms=NOW)
+        assert on == UserPrefs(user_id=USER, crossserver_opt_in=True)
+        assert await adapter.load_user_prefs(USER) == on
+        off = await adapter.set_user_prefs(USER, crossserver_opt_in=False, now_ms=NOW + 1)
+        assert await adapter.load_user_prefs(USER) == off == UserPrefs(user_id=USER)
+        assert await adapter.load_user_prefs(OTHER_USER) == UserPrefs(user_id=OTHER_USER)
+
+    # -- retention ---------------------------------------------------------------------------
+    async def test_purge_deletes_old_rows_in_batches(self, adapter: StorageAdapter) -> None:
+        cutoff = NOW - 90 * 24 * HOUR
+        await adapter.capture([CaptureWrite(key=server_key(f"old{i}"), messages=(),
+                                            now_ms=cutoff - 1 - i) for i in range(25)])
+        await adapter.capture([CaptureWrite(key=server_key(f"new{i}"), messages=(),
+                                            now_ms=cutoff + i) for i in range(5)])
+        batches = [await adapter.purge_older_than(cutoff, batch_size=10) for _ in range(4)]
+        assert batches == [10, 10, 5, 0]
+        assert await adapter.count_memories() == 5
+        left = await adapter.load_server_memories(GUILD, updated_since_ms=0)
+        assert keys(left) == {server_key(f"new{i}") for i in range(5)}
+
+    async def test_count_memories(self, adapter: StorageAdapter) -> None:
+        assert await adapter.count_memories() == 0
+        await self._populate(adapter)
+        assert await adapter.count_memories() == 8
+
+    async def test_records_are_values(self, adapter: StorageAdapter) -> None:
+        """What a write returns equals what a later read returns, field by field."""
+        record = await capture(adapter, server_key(), persona_lineage_id="L",
+                               parent_channel_id="P")
+        fetched = await adapter.get_memory(server_key())
+        assert fetched is not None
+        assert attrs.asdict(fetched) == attrs.asdict(record)

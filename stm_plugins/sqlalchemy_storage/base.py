@@ -1,0 +1,249 @@
+"""The storage contract in SQL, shared by the SQLite and PostgreSQL backends.
+
+Each protocol method turns its records into a short list of :class:`Step`\\ s
+(compiled statement, parameters, what to fetch). A backend runs a list either
+as one read or as one write transaction, and the method turns the rows it got
+back into records. Backends differ only in how steps reach the driver.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.expression import ClauseElement
+
+from stm_core.errors import StorageError, ValidationError
+from stm_core.settings import Settings
+from stm_core.storage.records import (
+    SERVER_SETTING_FIELDS,
+    CaptureWrite,
+    CategoryRecord,
+    MemoryFilter,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    SchemaStatus,
+    ServerSettings,
+    UserPrefs,
+)
+from stm_plugins.memory_storage import check_setting_names, require_filter
+from stm_plugins.sqlalchemy_storage import codec
+from stm_plugins.sqlalchemy_storage import statements as st
+from stm_plugins.sqlalchemy_storage.compiled import Compiled, StatementCache
+from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS, MigrationStep, check_steps
+
+
+class Want(enum.Enum):
+    """What a step fetches."""
+
+    ONE = "one"  # the first row or None
+    ALL = "all"  # every row
+    COUNT = "count"  # the number of rows changed
+    NOTHING = "nothing"
+    MANY = "many"  # executemany over a list of parameter dicts; nothing fetched
+
+
+class Step(NamedTuple):
+    sql: Compiled
+    params: Any
+    want: Want
+
+
+class SqlStorageAdapter(abc.ABC):
+    """Storage on a SQL database; subclasses supply ``setup``, ``aclose`` and
+    the two ways of running steps."""
+
+    name: str
+    dialect_name: str
+
+    def __init__(self, *, settings: Settings, dialect: Dialect,
+                 migrations: Sequence[MigrationStep] = MIGRATIONS) -> None:
+        check_steps(migrations)
+        self.settings = settings
+        self.migrations = tuple(migrations)
+        self._sql = StatementCache(dialect)
+        self._closed = False
+
+    # -- what a backend provides -------------------------------------------------
+    @abc.abstractmethod
+    async def setup(self) -> SchemaStatus: ...
+
+    @abc.abstractmethod
+    async def aclose(self) -> None: ...
+
+    @abc.abstractmethod
+    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+        """Run read steps (several ones see one snapshot)."""
+
+    @abc.abstractmethod
+    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+        """Run steps in one transaction, committed before returning."""
+
+    async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
+                           params: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """One upsert per row, all in one transaction; rows in input order."""
+        compiled = self.statement((kind,), lambda: build(self.dialect_name, None))
+        return await self._write([Step(compiled, p, Want.ONE) for p in params])
+
+    # -- helpers -------------------------------------------------------------------
+    def statement(self, key: Hashable, build: Callable[[], ClauseElement]) -> Compiled:
+        return self._sql.get(key, build)
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"the {self.name} storage adapter is closed")
+
+    # -- reads -----------------------------------------------------------------------
+    async def load_server_settings(self, server_id: str) -> ServerSettings:
+        ident = {"server_id": server_id}
+        row, cats = await self._read([
+            Step(self.statement("settings_row", st.settings_row), ident, Want.ONE),
+            Step(self.statement("categories_rows", st.categories_rows), ident, Want.ALL),
+        ])
+        return codec.settings_from_rows(server_id, row, cats)
+
+    async def load_server_memories(self, server_id: str, *,
+                                   updated_since_ms: int) -> list[MemoryRecord]:
+        (rows,) = await self._read([Step(self.statement("server_rows", st.server_rows),
+                                         {"server_id": server_id, "since": updated_since_ms},
+                                         Want.ALL)])
+        return [codec.memory_from_row(r) for r in rows]
+
+    async def load_user_prefs(self, user_id: str) -> UserPrefs:
+        (row,) = await self._read([Step(self.statement("prefs_row", st.prefs_row),
+                                        {"user_id": user_id}, Want.ONE)])
+        return codec.prefs_from_row(user_id, row)
+
+    async def load_user_memories(self, user_id: str, *,
+                                 updated_since_ms: int) -> list[MemoryRecord]:
+        (rows,) = await self._read([Step(self.statement("user_rows", st.user_rows),
+                                         {"user_id": user_id, "since": updated_since_ms},
+                                         Want.ALL)])
+        return [codec.memory_from_row(r) for r in rows]
+
+    async def get_memory(self, key: MemoryKey) -> MemoryRecord | None:
+        (row,) = await self._read([Step(self.statement("get_row", st.get_row),
+                                        codec.key_params(key), Want.ONE)])
+        return None if row is None else codec.memory_from_row(row, key=key)
+
+    async def list_memories(self, flt: MemoryFilter) -> list[MemoryRecord]:
+        require_filter(flt)
+        fields, params = _filter_params(flt)
+        compiled = self.statement(("list_rows", fields),
+                                  lambda: st.list_rows(self.dialect_name, fields))
+        (rows,) = await self._read([Step(compiled, params, Want.ALL)])
+        return [codec.memory_from_row(r) for r in rows]
+
+    async def count_memories(self) -> int:
+        (row,) = await self._read([Step(self.statement("count_rows", st.count_rows), {},
+                                        Want.ONE)])
+        return int(row[0])
+
+    # -- per-turn writes ---------------------------------------------------------------
+    async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
+        if not writes:
+            return []
+        params = []
+        sent = []
+        last_messages: object = None
+        last_json = ""
+        for w in writes:
+            # A turn captures the same messages for several keys: encode them once.
+            if w.messages is not last_messages:
+                last_messages, last_json = w.messages, codec.encode_messages(w.messages)
+            params.append(codec.capture_params(w, last_json))
+            sent.append((last_json, w.messages))
+        rows = await self._upsert_rows("capture", st.capture_upsert, params)
+        return [codec.memory_from_row(r, key=w.key, sent_messages=s)
+                for r, w, s in zip(rows, writes, sent, strict=True)]
+
+    async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
+        if not writes:
+            return []
+        rows = await self._upsert_rows("write", st.write_upsert,
+                                       [codec.write_params(w) for w in writes])
+        return [codec.memory_from_row(r, key=w.key) for r, w in zip(rows, writes, strict=True)]
+
+    # -- admin writes -----------------------------------------------------------------
+    def _settings_upsert(self, columns: tuple[str, ...]) -> Compiled:
+        return self.statement(("settings_upsert", columns),
+                              lambda: st.settings_upsert(self.dialect_name, columns))
+
+    async def update_server_settings(self, server_id: str, changes: Mapping[str, object],
+                                     *, now_ms: int) -> ServerSettings:
+        check_setting_names(changes)
+        values = codec.setting_params(changes)
+        columns = tuple(f for f in SERVER_SETTING_FIELDS if f in values)
+        ident = {"server_id": server_id}
+        row, cats = await self._write([
+            Step(self._settings_upsert(columns), {**values, **ident, "now": now_ms}, Want.ONE),
+            Step(self.statement("categories_rows", st.categories_rows), ident, Want.ALL),
+        ])
+        return codec.settings_from_rows(server_id, row, cats)
+
+    async def replace_categories(self, server_id: str, categories: Sequence[CategoryRecord],
+                                 *, now_ms: int,
+                                 clear_server_memories: bool) -> tuple[ServerSettings,
+                                                                       list[MemoryKey]]:
+        _check_positions(categories)
+        ident = {"server_id": server_id}
+        steps = [
+            Step(self._settings_upsert(()), {**ident, "now": now_ms}, Want.ONE),
+            Step(self.statement("categories_delete", st.categories_delete), ident,
+                 Want.NOTHING),
+        ]
+        if categories:
+            steps.append(Step(self.statement("categories_insert", st.categories_insert),
+                              [codec.category_params(server_id, c) for c in categories],
+                              Want.MANY))
+        steps.append(Step(self.statement("categories_rows", st.categories_rows), ident,
+                          Want.ALL))
+        if clear_server_memories:
+            steps.append(Step(self.statement("delete_server_rows", st.delete_server_rows),
+                              ident, Want.ALL))
+        results = await self._write(steps)
+        settings = codec.settings_from_rows(server_id, results[0], results[-2]
+                                            if clear_server_memories else results[-1])
+        removed = [codec.key_from_row(r) for r in results[-1]] if clear_server_memories else []
+        return settings, removed
+
+    async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
+                             now_ms: int) -> UserPrefs:
+        compiled = self.statement("prefs_upsert", lambda: st.prefs_upsert(self.dialect_name))
+        (row,) = await self._write([Step(compiled, {
+            "user_id": user_id, "crossserver_opt_in": bool(crossserver_opt_in), "now": now_ms,
+        }, Want.ONE)])
+        return codec.prefs_from_row(user_id, row)
+
+    async def delete_memories(self, flt: MemoryFilter) -> list[MemoryKey]:
+        require_filter(flt)
+        fields, params = _filter_params(flt)
+        compiled = self.statement(("delete_rows", fields), lambda: st.delete_rows(fields))
+        (rows,) = await self._write([Step(compiled, params, Want.ALL)])
+        return [codec.key_from_row(r) for r in rows]
+
+    async def purge_older_than(self, cutoff_ms: int, *, batch_size: int) -> int:
+        if batch_size < 1:
+            raise ValidationError(f"batch_size must be at least 1, got {batch_size}",
+                                  field="batch_size")
+        (deleted,) = await self._write([Step(self.statement("purge", st.purge),
+                                             {"cutoff": cutoff_ms, "batch": batch_size},
+                                             Want.COUNT)])
+        return int(deleted)
+
+
+def _filter_params(flt: MemoryFilter) -> tuple[tuple[str, ...], dict[str, object]]:
+    params = {f: getattr(flt, f) for f in st.FILTER_FIELDS if getattr(flt, f) is not None}
+    return tuple(params), params
+
+
+def _check_positions(categories: Sequence[CategoryRecord]) -> None:
+    positions = [c.position for c in categories]
+    if any(p < 0 for p in positions) or len(set(positions)) != len(positions):
+        raise ValidationError(
+            f"category positions must be distinct and 0 or more, got {positions}",
+            field="categories")

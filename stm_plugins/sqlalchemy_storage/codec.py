@@ -1,0 +1,188 @@
+"""Records to statement parameters and driver rows back to records.
+
+Rows arrive as tuples (``sqlite3``) or ``asyncpg.Record`` objects, in the
+column orders of :mod:`.schema`; both are read by position. SQLite hands
+booleans back as 0/1, so they are converted here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from stm_core.errors import ValidationError
+from stm_core.models import CrudeMessage
+from stm_core.storage.records import (
+    CaptureWrite,
+    CategoryRecord,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    ServerSettings,
+    UserPrefs,
+)
+
+# Compact, UTF-8 kept as is; built once (json.dumps with options builds one per call).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_decode = json.JSONDecoder().decode
+
+Row = Sequence[Any]
+
+
+# -- JSON columns -------------------------------------------------------------------
+def encode_messages(messages: Sequence[CrudeMessage]) -> str:
+    if not messages:
+        return "[]"
+    return _encode([{"role": m.role, "content": m.content, "speaker_name": m.speaker_name,
+                     "timestamp_ms": m.timestamp_ms} for m in messages])
+
+
+def decode_messages(text: str) -> tuple[CrudeMessage, ...]:
+    if text == "[]":
+        return ()
+    return tuple(CrudeMessage(role=m["role"], content=m["content"],
+                              speaker_name=m.get("speaker_name"),
+                              timestamp_ms=m["timestamp_ms"]) for m in _decode(text))
+
+
+def encode_categories(values: Mapping[str, str]) -> str:
+    return _encode(dict(values)) if values else "{}"
+
+
+def decode_categories(text: str) -> dict[str, str]:
+    return {} if text == "{}" else dict(_decode(text))
+
+
+# -- memory rows ----------------------------------------------------------------------
+def key_params(key: MemoryKey) -> dict[str, Any]:
+    return {"scope_kind": key.scope_kind, "server_id": key.server_id, "user_id": key.user_id,
+            "channel_id": key.channel_id, "persona_id": key.persona_id}
+
+
+def capture_params(w: CaptureWrite, messages_json: str) -> dict[str, Any]:
+    k = w.key
+    return {"scope_kind": k.scope_kind, "server_id": k.server_id, "user_id": k.user_id,
+            "channel_id": k.channel_id, "persona_id": k.persona_id,
+            "parent_channel_id": w.parent_channel_id,
+            "persona_lineage_id": w.persona_lineage_id,
+            "messages": messages_json, "inc": w.counter_increment, "now": w.now_ms,
+            "crude_ttl": w.crude_ttl_ms, "summary_ttl": w.summary_ttl_ms}
+
+
+def write_params(w: MemoryWrite) -> dict[str, Any]:
+    k = w.key
+    return {"scope_kind": k.scope_kind, "server_id": k.server_id, "user_id": k.user_id,
+            "channel_id": k.channel_id, "persona_id": k.persona_id,
+            "parent_channel_id": w.parent_channel_id,
+            "persona_lineage_id": w.persona_lineage_id,
+            "summary": w.summary if w.set_summary else None,
+            "categories": encode_categories(w.categories) if w.set_categories else "{}",
+            "set_summary": int(w.set_summary), "set_categories": int(w.set_categories),
+            "clear_messages": int(w.clear_messages), "reset": int(w.reset_counter),
+            "now": w.now_ms, "crude_ttl": w.crude_ttl_ms, "summary_ttl": w.summary_ttl_ms}
+
+
+def key_from_row(r: Row) -> MemoryKey:
+    return MemoryKey(scope_kind=r[0], server_id=r[1], user_id=r[2], channel_id=r[3],
+                     persona_id=r[4])
+
+
+def memory_from_row(r: Row, *, key: MemoryKey | None = None,
+                    sent_messages: tuple[str, tuple[CrudeMessage, ...]] | None = None
+                    ) -> MemoryRecord:
+    """A record from a row. ``key`` and ``sent_messages`` (the JSON just written
+    and the messages it encodes) let a write skip rebuilding what it sent."""
+    text = r[9]
+    if sent_messages is not None and text == sent_messages[0]:
+        messages = sent_messages[1]
+    else:
+        messages = decode_messages(text)
+    return MemoryRecord(
+        key=key if key is not None else key_from_row(r),
+        parent_channel_id=r[5], persona_lineage_id=r[6], summary=r[7],
+        categories=decode_categories(r[8]), messages=messages,
+        turns_since_refresh=r[10], last_refreshed_turn=r[11], updated_at_ms=r[12], rev=r[13])
+
+
+# -- server settings ----------------------------------------------------------------
+def _int_or_none(name: str, value: object) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ValidationError(f"{name} must be a whole number or None, got {value!r}", field=name)
+
+
+def _str_or_none(name: str, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValidationError(f"{name} must be text or None, got {value!r}", field=name)
+
+
+def _bool_or_none(name: str, value: object) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise ValidationError(f"{name} must be true, false or None, got {value!r}", field=name)
+
+
+def _bool(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ValidationError(f"{name} must be true or false, got {value!r}", field=name)
+
+
+def _channel_ids(name: str, value: object) -> str:
+    if value is None:
+        return "[]"
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValidationError(f"{name} must be a collection of channel ids, got {value!r}",
+                              field=name)
+    ids = list(value)
+    if not all(isinstance(i, str) for i in ids):
+        raise ValidationError(f"{name} must hold channel ids as text", field=name)
+    return _encode(sorted(set(ids)))
+
+
+_SETTING_ENCODERS: dict[str, Callable[[str, object], object]] = {
+    "refresh_cadence": _int_or_none,
+    "render_mode": _str_or_none,
+    "crude_message_count": _int_or_none,
+    "nudge_injection_depth": _int_or_none,
+    "content_injection_depth": _int_or_none,
+    "tool_description_override": _str_or_none,
+    "update_nudge_override": _str_or_none,
+    "stm_enabled": _bool_or_none,
+    "private_channel_ids": _channel_ids,
+    "privacy_bypass": _bool,
+}
+
+
+def setting_params(changes: Mapping[str, object]) -> dict[str, object]:
+    """Column values for the given settings (names already checked)."""
+    return {name: _SETTING_ENCODERS[name](name, value) for name, value in changes.items()}
+
+
+def settings_from_rows(server_id: str, row: Row | None,
+                       category_rows: Iterable[Row]) -> ServerSettings:
+    cats = tuple(CategoryRecord(position=c[0], label=c[1], description=c[2])
+                 for c in category_rows)
+    if row is None:
+        return ServerSettings(server_id=server_id, categories=cats)
+    return ServerSettings(
+        server_id=row[0], refresh_cadence=row[1], render_mode=row[2],
+        crude_message_count=row[3], nudge_injection_depth=row[4],
+        content_injection_depth=row[5], tool_description_override=row[6],
+        update_nudge_override=row[7],
+        stm_enabled=None if row[8] is None else bool(row[8]),
+        private_channel_ids=frozenset(_decode(row[9])), privacy_bypass=bool(row[10]),
+        categories=cats, updated_at_ms=row[11])
+
+
+def category_params(server_id: str, c: CategoryRecord) -> dict[str, object]:
+    return {"server_id": server_id, "position": c.position, "label": c.label,
+            "description": c.description}
+
+
+def prefs_from_row(user_id: str, row: Row | None) -> UserPrefs:
+    if row is None:
+        return UserPrefs(user_id=user_id)
+    return UserPrefs(user_id=row[0], crossserver_opt_in=bool(row[1]))

@@ -1,0 +1,114 @@
+"""The tables, defined once for SQLite and PostgreSQL (SQLAlchemy Core).
+
+These definitions describe the *latest* schema version. Fresh databases are
+built by replaying the migration steps in :mod:`.migrations`, whose first step
+creates these tables; a later change adds a step there and edits this file in
+the same commit (a test checks that the two agree).
+
+Column types are kept simple because statements run on the raw drivers, which
+bypass SQLAlchemy's type processing: ids and JSON documents are TEXT, times are
+BIGINT epoch milliseconds, flags are BOOLEAN (INTEGER 0/1 on SQLite).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+#: SQLite makes ``INTEGER PRIMARY KEY`` the rowid; PostgreSQL gets BIGSERIAL.
+_ROW_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+schema_version = sa.Table(
+    "stm_schema_version", metadata,
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("applied_at_ms", sa.BigInteger, nullable=False),
+)
+
+memories = sa.Table(
+    "stm_memories", metadata,
+    sa.Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    sa.Column("scope_kind", sa.Text, nullable=False),
+    sa.Column("server_id", sa.Text, nullable=False, server_default=sa.text("''")),
+    sa.Column("user_id", sa.Text, nullable=False, server_default=sa.text("''")),
+    sa.Column("channel_id", sa.Text, nullable=False),
+    sa.Column("persona_id", sa.Text, nullable=False, server_default=sa.text("''")),
+    sa.Column("parent_channel_id", sa.Text, nullable=True),
+    sa.Column("persona_lineage_id", sa.Text, nullable=True),
+    sa.Column("summary", sa.Text, nullable=True),
+    # JSON object slug -> text, in insertion order.
+    sa.Column("categories", sa.Text, nullable=False, server_default=sa.text("'{}'")),
+    # JSON array of crude messages, oldest first.
+    sa.Column("messages", sa.Text, nullable=False, server_default=sa.text("'[]'")),
+    sa.Column("turns_since_refresh", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("last_refreshed_turn", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("updated_at_ms", sa.BigInteger, nullable=False),
+    sa.Column("rev", sa.BigInteger, nullable=False),
+    sa.Column("created_at_ms", sa.BigInteger, nullable=False),
+    sa.CheckConstraint("scope_kind IN ('server', 'user')", name="ck_stm_memories_scope_kind"),
+    sa.UniqueConstraint("scope_kind", "server_id", "user_id", "channel_id", "persona_id",
+                        name="uq_stm_memories_key"),
+)
+# The janitor's range scan.
+sa.Index("ix_stm_memories_updated", memories.c.updated_at_ms)
+# Cold loads of one server's or one user's recent rows.
+sa.Index("ix_stm_memories_server", memories.c.scope_kind, memories.c.server_id,
+         memories.c.updated_at_ms)
+sa.Index("ix_stm_memories_user", memories.c.scope_kind, memories.c.user_id,
+         memories.c.updated_at_ms)
+# "Forget this channel" deletes.
+sa.Index("ix_stm_memories_channel", memories.c.channel_id)
+
+server_settings = sa.Table(
+    "stm_server_settings", metadata,
+    sa.Column("server_id", sa.Text, primary_key=True),
+    # NULL in any of these means "use the default".
+    sa.Column("refresh_cadence", sa.Integer, nullable=True),
+    sa.Column("render_mode", sa.Text, nullable=True),
+    sa.Column("crude_message_count", sa.Integer, nullable=True),
+    sa.Column("nudge_injection_depth", sa.Integer, nullable=True),
+    sa.Column("content_injection_depth", sa.Integer, nullable=True),
+    sa.Column("tool_description_override", sa.Text, nullable=True),
+    sa.Column("update_nudge_override", sa.Text, nullable=True),
+    sa.Column("stm_enabled", sa.Boolean, nullable=True),
+    # JSON array of channel ids, sorted.
+    sa.Column("private_channel_ids", sa.Text, nullable=False, server_default=sa.text("'[]'")),
+    sa.Column("privacy_bypass", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("updated_at_ms", sa.BigInteger, nullable=False),
+    sa.Column("created_at_ms", sa.BigInteger, nullable=False),
+)
+
+categories = sa.Table(
+    "stm_categories", metadata,
+    sa.Column("server_id", sa.Text, primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("label", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.CheckConstraint("position >= 0", name="ck_stm_categories_position"),
+)
+
+user_prefs = sa.Table(
+    "stm_user_prefs", metadata,
+    sa.Column("user_id", sa.Text, primary_key=True),
+    sa.Column("crossserver_opt_in", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("updated_at_ms", sa.BigInteger, nullable=False),
+)
+
+#: Column order of every memory row a statement returns (see ``codec.memory_from_row``).
+MEMORY_COLUMNS: tuple[sa.Column[object], ...] = tuple(memories.c[name] for name in (
+    "scope_kind", "server_id", "user_id", "channel_id", "persona_id",
+    "parent_channel_id", "persona_lineage_id", "summary", "categories", "messages",
+    "turns_since_refresh", "last_refreshed_turn", "updated_at_ms", "rev",
+))
+KEY_COLUMNS: tuple[sa.Column[object], ...] = MEMORY_COLUMNS[:5]
+
+#: Column order of every settings row a statement returns.
+SETTINGS_COLUMNS: tuple[sa.Column[object], ...] = tuple(server_settings.c[name] for name in (
+    "server_id", "refresh_cadence", "render_mode", "crude_message_count",
+    "nudge_injection_depth", "content_injection_depth", "tool_description_override",
+    "update_nudge_override", "stm_enabled", "private_channel_ids", "privacy_bypass",
+    "updated_at_ms",
+))
+
+#: Tables of schema version 1, in creation order.
+V1_TABLES: tuple[sa.Table, ...] = (memories, server_settings, categories, user_prefs)

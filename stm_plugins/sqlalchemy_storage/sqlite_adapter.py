@@ -1,0 +1,167 @@
+"""SQLite storage on the stdlib ``sqlite3`` driver: one writer thread doing group
+commit, one reader thread (WAL lets it read while the writer writes).
+
+Every connection sets ``journal_mode=WAL``, ``synchronous`` (NORMAL by default:
+durable across application crashes, the last commits may be lost on power
+loss; FULL via ``STM_SQLITE_SYNCHRONOUS``), ``busy_timeout=5000`` and
+``foreign_keys=ON``. Transactions are started explicitly (the driver's own
+transaction handling is off), writes with ``BEGIN IMMEDIATE`` so a write never
+fails half-way for a lock.
+
+An in-memory database (``:memory:``) lives in the writer's connection, so reads
+go through the writer thread too.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from stm_core.errors import ConfigurationError
+from stm_core.settings import Settings
+from stm_core.storage.records import SchemaStatus
+from stm_plugins.sqlalchemy_storage import migrations as mig
+from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, Step, Want
+from stm_plugins.sqlalchemy_storage.compiled import SQLITE_DIALECT, compile_statement
+from stm_plugins.sqlalchemy_storage.schema import schema_version
+from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker
+from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
+
+BUSY_TIMEOUT_MS = 5000
+
+_HAS_VERSION_TABLE = ("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                      f"AND name = '{schema_version.name}'")
+_MAX_VERSION = compile_statement(sa.select(sa.func.max(schema_version.c.version)),
+                                 SQLITE_DIALECT).sql
+_ADD_VERSION = compile_statement(sa.insert(schema_version).values(
+    version=sa.bindparam("version"), applied_at_ms=sa.bindparam("applied_at_ms")),
+    SQLITE_DIALECT).sql
+
+
+def run_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]:
+    """Run steps on ``conn`` (inside whatever transaction the caller holds)."""
+    out: list[Any] = []
+    for compiled, params, want in steps:
+        if want is Want.MANY:
+            conn.executemany(compiled.sql, [compiled.named(p) for p in params])
+            out.append(None)
+            continue
+        cursor = conn.execute(compiled.sql, compiled.named(params))
+        if want is Want.ONE:
+            # fetchall: a RETURNING statement is finished only once fully read.
+            rows = cursor.fetchall()
+            out.append(rows[0] if rows else None)
+        elif want is Want.ALL:
+            out.append(cursor.fetchall())
+        elif want is Want.COUNT:
+            out.append(cursor.rowcount)
+        else:
+            out.append(None)
+    return out
+
+
+def run_read_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]:
+    """Several reads share one snapshot."""
+    if len(steps) == 1 or conn.in_transaction:
+        return run_steps(conn, steps)
+    conn.execute("BEGIN")
+    try:
+        return run_steps(conn, steps)
+    finally:
+        conn.execute("COMMIT")
+
+
+def read_version(conn: sqlite3.Connection, _: object = None) -> int | None:
+    if conn.execute(_HAS_VERSION_TABLE).fetchone() is None:
+        return None
+    version: int | None = conn.execute(_MAX_VERSION).fetchone()[0]
+    return version
+
+
+class SqliteAdapter(SqlStorageAdapter):
+    """Storage in one SQLite file (or a private in-memory database)."""
+
+    name = "sqlite"
+    dialect_name = "sqlite"
+
+    def __init__(self, target: SqliteTarget, settings: Settings | None = None, *,
+                 migrations: Sequence[mig.MigrationStep] = mig.MIGRATIONS) -> None:
+        settings = settings or Settings()
+        super().__init__(settings=settings, dialect=SQLITE_DIALECT, migrations=migrations)
+        self.target = target
+        self.synchronous = settings.sqlite_synchronous.upper()
+        self.writer = SqliteWorker(name="stm-sqlite-writer", label=target.label,
+                                   connect=self._connect, transactional=True)
+        self.reader: SqliteWorker | None = None
+        if target.path is not None:
+            self.reader = SqliteWorker(name="stm-sqlite-reader", label=target.label,
+                                       connect=self._connect, transactional=False)
+        self._reads = self.reader or self.writer
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.target.path or ":memory:", isolation_level=None,
+                               timeout=BUSY_TIMEOUT_MS / 1000, cached_statements=256)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # -- lifecycle --------------------------------------------------------------------
+    async def setup(self) -> SchemaStatus:
+        self._ensure_open()
+        path = self.target.path
+        if path is not None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise ConfigurationError(
+                    f"SQLite database {path!r}: folder {folder!r} does not exist")
+        await self.writer.start()
+        if self.reader is not None:
+            await self.reader.start()
+        current = await self._reads.run(read_version, None)
+        latest = mig.latest_version(self.migrations)
+        found = current
+        created = False
+        for n, step in enumerate(mig.pending_steps(current, self.migrations)):
+            before = await self.writer.run(self._apply_step, step)
+            if n == 0:
+                found = before
+            if before is None or before < step.version:
+                created = created or step.version == 1
+        return SchemaStatus(from_version=found, to_version=latest, created=created)
+
+    def _apply_step(self, conn: sqlite3.Connection, step: mig.MigrationStep) -> int | None:
+        """Runs inside the writer's ``BEGIN IMMEDIATE``: re-read, then apply once."""
+        before = read_version(conn)
+        mig.pending_steps(before, self.migrations)  # refuses a newer schema
+        if before is not None and before >= step.version:
+            return before
+        conn.execute(mig.version_table_ddl(SQLITE_DIALECT))
+        for statement in step.statements(SQLITE_DIALECT):
+            conn.execute(statement)
+        conn.execute(_ADD_VERSION, {"version": step.version,
+                                    "applied_at_ms": time.time_ns() // 1_000_000})
+        return before
+
+    async def aclose(self) -> None:
+        self._closed = True
+        await self.writer.close()
+        if self.reader is not None:
+            await self.reader.close()
+
+    # -- running steps --------------------------------------------------------------------
+    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+        return await self._reads.run(run_read_steps, steps)
+
+    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+        return await self.writer.run(run_steps, steps)

@@ -1,0 +1,301 @@
+"""A thread that owns one ``sqlite3`` connection and runs jobs for async callers.
+
+The writer (``transactional=True``) does group commit: it drains everything
+queued, runs the batch in one ``BEGIN IMMEDIATE … COMMIT`` with each job in a
+``SAVEPOINT`` (a failing job rolls back alone and raises to its own caller),
+then wakes every caller at once. Each caller still waits for the commit that
+holds its write, so nothing acknowledged can be lost; the batch pays one
+commit and one thread hop instead of one per write.
+
+The reader (``transactional=False``) runs jobs one after another; WAL lets it
+read while the writer writes.
+
+Callers pay one hop each way: ``queue.put`` in, ``loop.call_soon_threadsafe``
+out (one wake-up per batch, not per job).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import attrs
+
+from stm_core.errors import StorageError
+
+log = logging.getLogger("stm.storage.sqlite")
+
+A = TypeVar("A")
+T = TypeVar("T")
+
+#: A job: ``fn(connection, arg)``, and where to deliver its outcome.
+_Job = tuple[Callable[[sqlite3.Connection, Any], Any], Any, asyncio.AbstractEventLoop,
+             "asyncio.Future[Any]"]
+_Outcome = tuple["asyncio.Future[Any]", bool, Any]
+_STOP = object()
+
+
+@attrs.define
+class WorkerStats:
+    """Counters of a worker (operators, tests)."""
+
+    batches: int = 0
+    jobs: int = 0
+    largest_batch: int = 0
+    failed_jobs: int = 0
+
+
+class SqliteWorker:
+    """One connection, one thread, a queue of jobs."""
+
+    def __init__(self, *, name: str, label: str, connect: Callable[[], sqlite3.Connection],
+                 transactional: bool, max_batch: int = 512,
+                 lock_wait_s: float = 60.0) -> None:
+        self.name = name
+        self.label = label
+        self._connect = connect
+        self._transactional = transactional
+        self._max_batch = max_batch
+        self._lock_wait_s = lock_wait_s
+        self._queue: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.stats = WorkerStats()
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def queued(self) -> int:
+        """Jobs waiting (not yet taken by the thread)."""
+        return self._queue.qsize()
+
+    async def start(self) -> None:
+        """Open the connection in the thread; raises what opening raised."""
+        if self._thread is not None:
+            return
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        self._thread = threading.Thread(target=self._main, args=(loop, ready),
+                                        name=self.name, daemon=True)
+        self._thread.start()
+        try:
+            await ready
+        except BaseException:
+            await asyncio.to_thread(self._thread.join)
+            self._closed = True
+            raise
+
+    async def run(self, fn: Callable[[sqlite3.Connection, A], T], arg: A) -> T:
+        """Run ``fn(connection, arg)`` in the thread (the writer: and commit it)."""
+        if self._closed or self._thread is None:
+            raise StorageError(f"SQLite database {self.label} is "
+                               + ("closed" if self._closed else "not set up (call setup())"))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put((fn, arg, loop, future))
+        return await future
+
+    async def close(self) -> None:
+        """Finish every queued job, then close the connection and end the thread."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            await asyncio.to_thread(self._thread.join)
+
+    # -- the thread ----------------------------------------------------------------------
+    def _main(self, loop: asyncio.AbstractEventLoop, ready: asyncio.Future[None]) -> None:
+        try:
+            conn = self._connect()
+        except Exception as exc:
+            error = _storage_error(exc, f"cannot open SQLite database {self.label}")
+            _deliver(loop, [(ready, False, error)])
+            return
+        _deliver(loop, [(ready, True, None)])
+        try:
+            self._serve(conn)
+        finally:
+            conn.close()
+
+    def _serve(self, conn: sqlite3.Connection) -> None:
+        get, get_nowait = self._queue.get, self._queue.get_nowait
+        while True:
+            item = get()
+            if item is _STOP:
+                return
+            batch: list[_Job] = [item]  # type: ignore[list-item]
+            stop = False
+            while len(batch) < self._max_batch:
+                try:
+                    item = get_nowait()
+                except queue.Empty:
+                    break
+                if item is _STOP:
+                    stop = True
+                    break
+                batch.append(item)  # type: ignore[arg-type]
+            self.stats.batches += 1
+            self.stats.jobs += len(batch)
+            self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
+            if self._transactional:
+                self._run_transaction(conn, batch)
+            else:
+                self._run_each(conn, batch)
+            if stop:
+                return
+
+    def _run_each(self, conn: sqlite3.Connection, batch: list[_Job]) -> None:
+        outcomes: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
+        for fn, arg, loop, future in batch:
+            try:
+                outcome: _Outcome = (future, True, fn(conn, arg))
+            except Exception as exc:
+                self.stats.failed_jobs += 1
+                outcome = (future, False, _storage_error(exc, f"SQLite {self.label}"))
+            outcomes.setdefault(loop, []).append(outcome)
+        for loop, items in outcomes.items():
+            _deliver(loop, items)
+
+    def _run_transaction(self, conn: sqlite3.Connection, batch: list[_Job]) -> None:
+        """The batch in as few transactions as possible (one, unless SQLite itself
+        rolled a transaction back), each job isolated by a savepoint."""
+        outcomes: list[tuple[asyncio.AbstractEventLoop, _Outcome]] = []
+        i = 0
+        while i < len(batch):
+            try:
+                self._begin(conn)
+            except Exception as exc:
+                error = _storage_error(exc, f"SQLite {self.label}: cannot start a write")
+                outcomes += [(loop, (fut, False, error)) for _f, _a, loop, fut in batch[i:]]
+                break
+            done: list[tuple[asyncio.AbstractEventLoop, _Outcome]] = []
+            # A lone job needs no savepoint: its failure rolls back the transaction.
+            savepoints = len(batch) - i > 1
+            lost = False
+            while i < len(batch):
+                fn, arg, loop, future = batch[i]
+                i += 1
+                try:
+                    if savepoints:
+                        conn.execute("SAVEPOINT stm_job")
+                    value = fn(conn, arg)
+                    if savepoints:
+                        conn.execute("RELEASE stm_job")
+                except Exception as exc:
+                    self.stats.failed_jobs += 1
+                    outcomes.append((loop, (future, False,
+                                            _storage_error(exc, f"SQLite {self.label}"))))
+                    if not self._undo_job(conn, savepoints):
+                        # SQLite ended the whole transaction (disk full, I/O error):
+                        # the jobs before this one did not commit either.
+                        lost = True
+                        outcomes += _failed(done, StorageError(
+                            f"SQLite {self.label}: the write was rolled back together "
+                            f"with a failing write in the same transaction: {exc}"))
+                        break
+                else:
+                    done.append((loop, (future, True, value)))
+            if lost:
+                continue
+            outcomes += self._commit(conn, done)
+        by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
+        for loop, outcome in outcomes:
+            by_loop.setdefault(loop, []).append(outcome)
+        for loop, items in by_loop.items():
+            _deliver(loop, items)
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """``BEGIN IMMEDIATE``, waiting out other processes' write locks.
+
+        ``busy_timeout`` already waits 5 s per attempt; a writer in another
+        process holding the lock longer is waited for up to ``lock_wait_s``.
+        """
+        deadline = time.monotonic() + self._lock_wait_s
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    if _is_busy(exc):
+                        raise StorageError(
+                            f"SQLite {self.label}: another process held the write lock for "
+                            f"over {self._lock_wait_s:.0f} s") from exc
+                    raise
+                log.warning("SQLite %s: waiting for another process's write lock", self.label)
+
+    @staticmethod
+    def _undo_job(conn: sqlite3.Connection, savepoint: bool) -> bool:
+        """Undo a failed job; False when SQLite already ended the transaction."""
+        if not conn.in_transaction:
+            return False
+        try:
+            if savepoint:
+                conn.execute("ROLLBACK TO stm_job")
+                conn.execute("RELEASE stm_job")
+            else:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            return False
+        return True
+
+    def _commit(self, conn: sqlite3.Connection,
+                done: list[tuple[asyncio.AbstractEventLoop, _Outcome]]
+                ) -> list[tuple[asyncio.AbstractEventLoop, _Outcome]]:
+        if not conn.in_transaction:  # a lone job failed and was rolled back
+            return done
+        try:
+            conn.execute("COMMIT")
+        except Exception as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            return _failed(done, _storage_error(exc, f"SQLite {self.label}: commit failed"))
+        return done
+
+
+def _failed(done: list[tuple[asyncio.AbstractEventLoop, _Outcome]],
+            error: BaseException) -> list[tuple[asyncio.AbstractEventLoop, _Outcome]]:
+    return [(loop, (future, False, error)) for loop, (future, _ok, _v) in done]
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _storage_error(exc: Exception, context: str) -> Exception:
+    """Driver errors become StorageError (cause chained); ours pass through."""
+    if isinstance(exc, sqlite3.Error):
+        error = StorageError(f"{context}: {exc}")
+        error.__cause__ = exc
+        return error
+    return exc
+
+
+def _settle(items: list[_Outcome]) -> None:
+    for future, ok, value in items:
+        if future.done():  # the caller was cancelled; the write still happened
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+def _deliver(loop: asyncio.AbstractEventLoop, items: list[_Outcome]) -> None:
+    try:
+        loop.call_soon_threadsafe(_settle, items)
+    except RuntimeError:  # the caller's loop is closed; nobody is waiting
+        log.debug("dropping %d results for a closed event loop", len(items))

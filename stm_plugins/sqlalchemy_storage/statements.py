@@ -1,0 +1,269 @@
+"""Every statement the adapter runs, built with SQLAlchemy Core.
+
+Builders take the dialect name (``"sqlite"`` or ``"postgresql"``) because
+upserts come from the dialect modules. Parameters are named after the column
+they fill; multi-row statements suffix them with ``__<row>``
+(:data:`.compiled.ROW_SEPARATOR`). Constants are literal SQL, not bound
+parameters, so binding stays a plain dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.expression import BindParameter, ClauseElement, ColumnElement
+
+from stm_plugins.sqlalchemy_storage.compiled import ROW_SEPARATOR
+from stm_plugins.sqlalchemy_storage.schema import (
+    KEY_COLUMNS,
+    MEMORY_COLUMNS,
+    SETTINGS_COLUMNS,
+    categories,
+    memories,
+    server_settings,
+    user_prefs,
+)
+
+#: Fields of a ``MemoryFilter``, in the order filters are keyed.
+FILTER_FIELDS: tuple[str, ...] = ("channel_id", "user_id", "server_id", "scope_kind",
+                                  "persona_id")
+
+_EMPTY_OBJECT = sa.literal_column("'{}'", sa.Text)
+_EMPTY_ARRAY = sa.literal_column("'[]'", sa.Text)
+_ZERO = sa.literal_column("0", sa.Integer)
+_ONE = sa.literal_column("1", sa.Integer)
+_EMPTY_TEXT = sa.literal_column("''", sa.Text)
+
+_TYPES: dict[str, Any] = {
+    "now": sa.BigInteger(), "crude_ttl": sa.BigInteger(), "summary_ttl": sa.BigInteger(),
+    "cutoff": sa.BigInteger(), "since": sa.BigInteger(), "batch": sa.Integer(),
+    "inc": sa.Integer(), "reset": sa.Integer(), "set_summary": sa.Integer(),
+    "set_categories": sa.Integer(), "clear_messages": sa.Integer(),
+}
+
+
+def _insert(dialect: str) -> Callable[[sa.Table], Any]:
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+class _Binds:
+    """Named bind parameters, suffixed with a row number in multi-row statements."""
+
+    def __init__(self, row: int | None = None) -> None:
+        self.suffix = "" if row is None else f"{ROW_SEPARATOR}{row}"
+
+    def __call__(self, name: str, column: sa.Column[Any] | None = None) -> BindParameter[Any]:
+        type_ = column.type if column is not None else _TYPES.get(name, sa.Text())
+        return sa.bindparam(name + self.suffix, type_=type_)
+
+    def key(self) -> dict[str, Any]:
+        return {c.name: self(c.name, c) for c in KEY_COLUMNS}
+
+
+def _expired(b: _Binds) -> ColumnElement[bool]:
+    """The stored row was expired at ``now`` (see ``stm_core.expiry.is_expired``)."""
+    m = memories.c
+    ttl = sa.case((sa.func.coalesce(m.summary, _EMPTY_TEXT) != _EMPTY_TEXT, b("summary_ttl")),
+                  else_=b("crude_ttl"))
+    return (b("now") - m.updated_at_ms) > ttl
+
+
+def capture_upsert(dialect: str, row: int | None = None) -> Any:
+    """Crude capture: replace messages, add to the counter, clear expired content."""
+    b = _Binds(row)
+    m = memories.c
+    stmt = _insert(dialect)(memories).values(
+        **b.key(),
+        parent_channel_id=b("parent_channel_id", m.parent_channel_id),
+        persona_lineage_id=b("persona_lineage_id", m.persona_lineage_id),
+        messages=b("messages", m.messages),
+        turns_since_refresh=b("inc"),
+        updated_at_ms=b("now"), created_at_ms=b("now"), rev=_ONE,
+    )
+    new = stmt.excluded
+    expired = _expired(b)
+    return stmt.on_conflict_do_update(
+        index_elements=list(KEY_COLUMNS),
+        set_={
+            "messages": new.messages,
+            "updated_at_ms": new.updated_at_ms,
+            "parent_channel_id": sa.func.coalesce(new.parent_channel_id, m.parent_channel_id),
+            "persona_lineage_id": sa.func.coalesce(new.persona_lineage_id,
+                                                   m.persona_lineage_id),
+            "turns_since_refresh": m.turns_since_refresh + new.turns_since_refresh,
+            "summary": sa.case((expired, sa.null()), else_=m.summary),
+            "categories": sa.case((expired, _EMPTY_OBJECT), else_=m.categories),
+            "rev": m.rev + _ONE,
+        },
+    ).returning(*MEMORY_COLUMNS)
+
+
+def write_upsert(dialect: str, row: int | None = None) -> Any:
+    """Summary/category write: flagged parts change, an expired row starts empty."""
+    b = _Binds(row)
+    m = memories.c
+    stmt = _insert(dialect)(memories).values(
+        **b.key(),
+        parent_channel_id=b("parent_channel_id", m.parent_channel_id),
+        persona_lineage_id=b("persona_lineage_id", m.persona_lineage_id),
+        summary=b("summary", m.summary),
+        categories=b("categories", m.categories),
+        messages=_EMPTY_ARRAY,
+        turns_since_refresh=_ZERO,
+        last_refreshed_turn=b("reset"),
+        updated_at_ms=b("now"), created_at_ms=b("now"), rev=_ONE,
+    )
+    new = stmt.excluded
+    expired = _expired(b)
+    return stmt.on_conflict_do_update(
+        index_elements=list(KEY_COLUMNS),
+        set_={
+            "summary": sa.case((b("set_summary") == _ONE, new.summary),
+                               (expired, sa.null()), else_=m.summary),
+            "categories": sa.case((b("set_categories") == _ONE, new.categories),
+                                  (expired, _EMPTY_OBJECT), else_=m.categories),
+            "messages": sa.case((sa.or_(b("clear_messages") == _ONE, expired), _EMPTY_ARRAY),
+                                else_=m.messages),
+            "turns_since_refresh": sa.case((b("reset") == _ONE, _ZERO),
+                                           else_=m.turns_since_refresh),
+            "last_refreshed_turn": m.last_refreshed_turn + b("reset"),
+            "parent_channel_id": sa.func.coalesce(new.parent_channel_id, m.parent_channel_id),
+            "persona_lineage_id": sa.func.coalesce(new.persona_lineage_id,
+                                                   m.persona_lineage_id),
+            "updated_at_ms": new.updated_at_ms,
+            "rev": m.rev + _ONE,
+        },
+    ).returning(*MEMORY_COLUMNS)
+
+
+def multi_row(build: Callable[[str, int | None], Any], rows: int) -> ClauseElement:
+    """PostgreSQL: several upserts as one statement (data-modifying CTEs), so a
+    turn's writes cost one round trip and commit together. Each returned row
+    ends with its input position (``ord``)."""
+    ctes = [build("postgresql", i).cte(f"w{i}") for i in range(rows)]
+    selects = [sa.select(*cte.c, sa.literal_column(str(i), sa.Integer).label("ord"))
+               for i, cte in enumerate(ctes)]
+    return sa.union_all(*selects)
+
+
+# -- memory reads and deletes -------------------------------------------------------
+def _scope_rows(scope: str, owner: sa.Column[Any]) -> ClauseElement:
+    b = _Binds()
+    m = memories.c
+    return sa.select(*MEMORY_COLUMNS).where(
+        m.scope_kind == sa.literal_column(f"'{scope}'", sa.Text),
+        owner == b(owner.name, owner), m.updated_at_ms >= b("since"))
+
+
+def server_rows() -> ClauseElement:
+    return _scope_rows("server", memories.c.server_id)
+
+
+def user_rows() -> ClauseElement:
+    return _scope_rows("user", memories.c.user_id)
+
+
+def get_row() -> ClauseElement:
+    b = _Binds()
+    return sa.select(*MEMORY_COLUMNS).where(*(c == b(c.name, c) for c in KEY_COLUMNS))
+
+
+def _filter(fields: Sequence[str]) -> list[ColumnElement[bool]]:
+    b = _Binds()
+    return [memories.c[f] == b(f, memories.c[f]) for f in fields]
+
+
+def list_rows(dialect: str, fields: Sequence[str]) -> ClauseElement:
+    # Byte order on both backends, like Python's str ordering.
+    order = [c.collate("C") if dialect == "postgresql" else c for c in KEY_COLUMNS]
+    return sa.select(*MEMORY_COLUMNS).where(*_filter(fields)).order_by(*order)
+
+
+def delete_rows(fields: Sequence[str]) -> ClauseElement:
+    return sa.delete(memories).where(*_filter(fields)).returning(*KEY_COLUMNS)
+
+
+def delete_server_rows() -> ClauseElement:
+    b = _Binds()
+    m = memories.c
+    return sa.delete(memories).where(
+        m.scope_kind == sa.literal_column("'server'", sa.Text),
+        m.server_id == b("server_id", m.server_id)).returning(*KEY_COLUMNS)
+
+
+def purge() -> ClauseElement:
+    """At most ``batch`` rows older than ``cutoff`` (uses the updated_at index)."""
+    b = _Binds()
+    m = memories.c
+    oldest = sa.select(m.id).where(m.updated_at_ms < b("cutoff")).limit(b("batch"))
+    return sa.delete(memories).where(m.id.in_(oldest))
+
+
+def count_rows() -> ClauseElement:
+    return sa.select(sa.func.count()).select_from(memories)
+
+
+# -- server settings and categories ---------------------------------------------------
+def settings_row() -> ClauseElement:
+    b = _Binds()
+    s = server_settings.c
+    return sa.select(*SETTINGS_COLUMNS).where(s.server_id == b("server_id", s.server_id))
+
+
+def settings_upsert(dialect: str, columns: Sequence[str]) -> ClauseElement:
+    """Write only ``columns`` (plus the timestamps); the others keep their value."""
+    b = _Binds()
+    s = server_settings.c
+    stmt = _insert(dialect)(server_settings).values(
+        server_id=b("server_id", s.server_id),
+        **{c: b(c, s[c]) for c in columns},
+        updated_at_ms=b("now"), created_at_ms=b("now"),
+    )
+    new = stmt.excluded
+    changes = {c: new[c] for c in columns}
+    changes["updated_at_ms"] = new.updated_at_ms
+    return stmt.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=[s.server_id], set_=changes).returning(*SETTINGS_COLUMNS)
+
+
+def categories_rows() -> ClauseElement:
+    b = _Binds()
+    c = categories.c
+    return (sa.select(c.position, c.label, c.description)
+            .where(c.server_id == b("server_id", c.server_id)).order_by(c.position))
+
+
+def categories_delete() -> ClauseElement:
+    b = _Binds()
+    return sa.delete(categories).where(categories.c.server_id == b("server_id",
+                                                                   categories.c.server_id))
+
+
+def categories_insert() -> ClauseElement:
+    b = _Binds()
+    return sa.insert(categories).values(**{c.name: b(c.name, c) for c in categories.c})
+
+
+# -- user preferences -----------------------------------------------------------------
+def prefs_row() -> ClauseElement:
+    b = _Binds()
+    p = user_prefs.c
+    return sa.select(p.user_id, p.crossserver_opt_in).where(p.user_id == b("user_id", p.user_id))
+
+
+def prefs_upsert(dialect: str) -> ClauseElement:
+    b = _Binds()
+    p = user_prefs.c
+    stmt = _insert(dialect)(user_prefs).values(
+        user_id=b("user_id", p.user_id),
+        crossserver_opt_in=b("crossserver_opt_in", p.crossserver_opt_in),
+        updated_at_ms=b("now"))
+    new = stmt.excluded
+    return stmt.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=[p.user_id],
+        set_={"crossserver_opt_in": new.crossserver_opt_in,
+              "updated_at_ms": new.updated_at_ms},
+    ).returning(p.user_id, p.crossserver_opt_in)

@@ -1,0 +1,48 @@
+"""Helpers shared by the storage tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+from stm_core.hooks import Hooks
+from stm_core.models import CrudeMessage
+from stm_core.plugins import create_plugin_manager
+from stm_core.settings import Settings
+from stm_core.storage.protocol import StorageAdapter
+from stm_core.storage.records import CaptureWrite, MemoryKey
+from stm_core.store import Stm
+
+NOW = 1_767_225_600_000
+
+#: The root ``open_stm`` fixture: ``async with open_stm(url, **kwargs) as stm``.
+OpenStm = Callable[..., AbstractAsyncContextManager[Stm]]
+
+
+def build_adapter(url: str, settings: Settings | None = None) -> StorageAdapter:
+    """An adapter for ``url`` chosen the way the store chooses it (not set up)."""
+    hooks = Hooks(create_plugin_manager(load_entrypoints=False))
+    return hooks.storage_adapter_for(url).factory(url, settings or Settings())
+
+
+@asynccontextmanager
+async def adapter_on(url: str, settings: Settings | None = None,
+                     factory: Callable[[], StorageAdapter] | None = None
+                     ) -> AsyncIterator[StorageAdapter]:
+    adapter = factory() if factory else build_adapter(url, settings)
+    await adapter.setup()
+    try:
+        yield adapter
+    finally:
+        await adapter.aclose()
+
+
+def turn(channel: str, *, guild: str = "g1", user: str = "u1", now: int = NOW,
+         texts: Sequence[str] = ("hi",)) -> list[CaptureWrite]:
+    """The two captures of one guild turn (server scope + the user's copy)."""
+    msgs = tuple(CrudeMessage(role="user", content=t, speaker_name="Ann", timestamp_ms=now)
+                 for t in texts)
+    return [CaptureWrite(key=MemoryKey.server(guild, channel, None), messages=msgs, now_ms=now,
+                         counter_increment=1),
+            CaptureWrite(key=MemoryKey.user(user, channel, None, guild), messages=msgs,
+                         now_ms=now, counter_increment=1)]

@@ -1,0 +1,132 @@
+"""Schema versions: creation, upgrades that keep data, refusal of newer schemas."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from stm_core.errors import ConfigurationError
+from stm_core.storage.records import MemoryKey
+from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter
+from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS, MigrationStep
+from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
+from stm_plugins.sqlalchemy_storage.schema import metadata
+from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
+from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url, parse_sqlite_url
+
+from .helpers import turn
+
+#: A test-only version 2: a new column, filled for the rows that exist.
+ADD_NOTE = MigrationStep(
+    version=2, description="memories get a note",
+    statements=lambda dialect: ["ALTER TABLE stm_memories ADD COLUMN note TEXT",
+                                "UPDATE stm_memories SET note = 'from v1'"])
+WITH_V2 = (*MIGRATIONS, ADD_NOTE)
+
+
+def adapter_for(url: str, migrations: Sequence[MigrationStep] = MIGRATIONS) -> SqlStorageAdapter:
+    if url.startswith("sqlite"):
+        return SqliteAdapter(parse_sqlite_url(url), migrations=migrations)
+    return PostgresAdapter(parse_postgres_url(url), migrations=migrations)
+
+
+async def fetch(url: str, sql: str) -> list[tuple[object, ...]]:
+    """Read with a connection of our own, outside the adapter."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(parse_sqlite_url(url).path or "") as conn:
+            return conn.execute(sql).fetchall()
+    target = parse_postgres_url(url)
+    conn = await asyncpg.connect(target.dsn, server_settings={"search_path": target.schema or ""})
+    try:
+        return [tuple(r) for r in await conn.fetch(sql)]
+    finally:
+        await conn.close()
+
+
+async def test_upgrade_keeps_the_data(db_url: str) -> None:
+    v1 = adapter_for(db_url)
+    status = await v1.setup()
+    assert (status.from_version, status.to_version, status.created) == (None, 1, True)
+    written = await v1.capture(turn("c1", texts=("kept across the upgrade",)))
+    await v1.aclose()
+
+    v2 = adapter_for(db_url, WITH_V2)
+    try:
+        status = await v2.setup()
+        assert (status.from_version, status.to_version, status.created) == (1, 2, False)
+        for record in written:
+            assert await v2.get_memory(record.key) == record
+        after = await v2.capture(turn("c1"))
+        assert after[0].rev == written[0].rev + 1
+        assert await fetch(db_url, "SELECT version FROM stm_schema_version ORDER BY version") == [
+            (1,), (2,)]
+        notes = await fetch(db_url, "SELECT note FROM stm_memories")
+        assert notes == [("from v1",), ("from v1",)]
+        again = await v2.setup()
+        assert (again.from_version, again.to_version, again.created) == (2, 2, False)
+    finally:
+        await v2.aclose()
+
+
+async def test_a_fresh_database_replays_every_step(db_url: str) -> None:
+    adapter = adapter_for(db_url, WITH_V2)
+    try:
+        status = await adapter.setup()
+        assert (status.from_version, status.to_version, status.created) == (None, 2, True)
+        await adapter.capture(turn("c1"))
+        assert await fetch(db_url, "SELECT note FROM stm_memories") == [(None,), (None,)]
+    finally:
+        await adapter.aclose()
+
+
+async def test_a_newer_schema_is_refused(db_url: str) -> None:
+    newer = adapter_for(db_url, WITH_V2)
+    await newer.setup()
+    await newer.aclose()
+    older = adapter_for(db_url)
+    try:
+        with pytest.raises(ConfigurationError, match="version 2"):
+            await older.setup()
+    finally:
+        await older.aclose()
+
+
+async def test_setup_from_two_places_at_once_creates_once(db_url: str) -> None:
+    adapters = [adapter_for(db_url) for _ in range(3)]
+    try:
+        statuses = await asyncio.gather(*(a.setup() for a in adapters))
+        assert sorted(s.created for s in statuses) == [False, False, True]
+        assert await fetch(db_url, "SELECT version FROM stm_schema_version") == [(1,)]
+        await adapters[0].capture(turn("c1"))
+        assert await adapters[2].get_memory(MemoryKey.server("g1", "c1", None)) is not None
+    finally:
+        for a in adapters:
+            await a.aclose()
+
+
+async def test_migrated_schema_matches_the_table_definitions(tmp_path: Path) -> None:
+    """The steps and schema.py must describe the same tables."""
+    path = tmp_path / "stm.db"
+    adapter = adapter_for(f"sqlite:///{path}")
+    await adapter.setup()
+    await adapter.aclose()
+    with sqlite3.connect(path) as conn:
+        for table in metadata.sorted_tables:
+            columns = conn.execute(f"PRAGMA table_info({table.name})").fetchall()
+            assert [(c[1], bool(c[3])) for c in columns] == [
+                (c.name, not c.nullable) for c in table.columns], table.name
+            indexes = {r[1] for r in conn.execute(f"PRAGMA index_list({table.name})")
+                       if r[3] == "c"}
+            assert indexes == {str(i.name) for i in table.indexes}, table.name
+
+
+async def test_steps_must_be_numbered_in_order() -> None:
+    skip = MigrationStep(version=3, description="gap", statements=lambda d: [])
+    with pytest.raises(ValueError, match="numbered"):
+        adapter_for("sqlite:///:memory:", (*MIGRATIONS, skip))
+
