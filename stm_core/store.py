@@ -18,7 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -256,14 +264,31 @@ class Stm:
 
     # -- writes: database first, then the cache from what it returned ----------------
     async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
-        records = await self.adapter.capture(writes)
+        return await self._write_through(self.adapter.capture(writes))
+
+    async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
+        return await self._write_through(self.adapter.write_memory(writes))
+
+    async def _write_through(
+            self, write: Coroutine[Any, Any, list[MemoryRecord]]) -> list[MemoryRecord]:
+        """Commit, then mirror the committed rows into the cache.
+
+        A caller cancelled while its write is queued does not cancel the write
+        (it may already be committing); the rows still reach the cache when it
+        finishes, so the cache never lags behind what the database holds.
+        """
+        task = asyncio.ensure_future(write)
+        try:
+            records = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._apply_when_done)
+            raise
         self.cache.apply(records)
         return records
 
-    async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
-        records = await self.adapter.write_memory(writes)
-        self.cache.apply(records)
-        return records
+    def _apply_when_done(self, task: asyncio.Future[list[MemoryRecord]]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.cache.apply(task.result())
 
 
 @asynccontextmanager
