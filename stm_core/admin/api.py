@@ -1,0 +1,451 @@
+"""The admin calls a host (or the ``stm`` command) makes: ``stm.admin``.
+
+Rules every method keeps:
+
+* every input is validated before anything is written, and a bad one raises
+  :class:`~stm_core.errors.ValidationError` naming the field and what is
+  allowed, so nothing is ever half-written;
+* writes go to the database first; the cache is refreshed only from what the
+  database returned;
+* reads of settings go to the database (another process may have changed
+  them) and refresh the cache on the way;
+* after the first positional id every argument is keyword-only, so an
+  ``actor`` (for a permission policy) can be added later without breaking
+  callers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from stm_core.admin import config_io
+from stm_core.admin.categories import category_infos, check_categories, parse_category_lines
+from stm_core.admin.ids import check_id, check_ids, check_optional_id
+from stm_core.admin.memory import build_categories, clean_value, live_key, snapshot
+from stm_core.admin.params import PARAM_NAMES, effective_params, validate_params
+from stm_core.admin.prompts import PROMPT_COLUMNS, clean_override, server_prompts
+from stm_core.admin.values import (
+    Capability,
+    ClearResult,
+    MemoryEdit,
+    MemorySnapshot,
+    PersonaMemory,
+    PrivacySettings,
+    ServerCategories,
+    ServerParams,
+    ServerPrompts,
+    UserOptIn,
+)
+from stm_core.errors import ValidationError
+from stm_core.profile import DEFAULT_CATEGORY, build_profile, detect_mode
+from stm_core.storage.records import (
+    DM_SERVER,
+    CategoryRecord,
+    MemoryFilter,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    ServerSettings,
+)
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+log = logging.getLogger("stm.admin")
+
+
+class Admin:
+    """Settings, categories, prompts, privacy and memory edits of one store."""
+
+    def __init__(self, stm: Stm) -> None:
+        self._stm = stm
+
+    # -- plumbing ----------------------------------------------------------------
+    async def _load(self, server_id: str) -> ServerSettings:
+        stored = await self._stm.adapter.load_server_settings(server_id)
+        self._stm.cache.put_settings(stored)
+        return stored
+
+    async def _update(self, server_id: str, changes: Mapping[str, object]) -> ServerSettings:
+        stored = await self._stm.adapter.update_server_settings(
+            server_id, changes, now_ms=self._stm.clock.now_ms())
+        self._stm.cache.put_settings(stored)
+        log.info("server %s settings changed: %s", server_id, ", ".join(sorted(changes)))
+        return stored
+
+    def _params(self, stored: ServerSettings) -> ServerParams:
+        return effective_params(stored, self._stm.settings)
+
+    # -- server parameters ---------------------------------------------------------
+    async def server_params(self, server_id: str) -> ServerParams:
+        """The effective parameters (defaults filled in, and named as such)."""
+        check_id(server_id, "server_id")
+        return self._params(await self._load(server_id))
+
+    async def set_server_params(self, server_id: str, *, refresh_cadence: int | None = None,
+                                render_mode: str | None = None,
+                                crude_message_count: int | None = None,
+                                nudge_injection_depth: int | None = None,
+                                content_injection_depth: int | None = None) -> ServerParams:
+        """Store the given parameters (``None`` leaves one unchanged).
+
+        Ranges: ``refresh_cadence`` 1-100; ``render_mode`` a registered key;
+        ``crude_message_count`` 1-``max_messages_per_channel``;
+        ``nudge_injection_depth`` 0-20; ``content_injection_depth`` -1-20.
+        With nothing given it writes nothing and returns the current values.
+        """
+        check_id(server_id, "server_id")
+        given = {"refresh_cadence": refresh_cadence, "render_mode": render_mode,
+                 "crude_message_count": crude_message_count,
+                 "nudge_injection_depth": nudge_injection_depth,
+                 "content_injection_depth": content_injection_depth}
+        changes = validate_params({k: v for k, v in given.items() if v is not None},
+                                  settings=self._stm.settings,
+                                  render_modes=self._stm.hooks.render_modes())
+        if not changes:
+            return await self.server_params(server_id)
+        return self._params(await self._update(server_id, changes))
+
+    async def reset_server_params(self, server_id: str, *,
+                                  names: Iterable[str] | None = None) -> ServerParams:
+        """Return the named parameters (all by default) to their defaults."""
+        check_id(server_id, "server_id")
+        chosen = tuple(PARAM_NAMES if names is None else names)
+        unknown = [n for n in chosen if n not in PARAM_NAMES]
+        if unknown:
+            raise ValidationError(f"unknown server parameter {unknown[0]!r}; allowed: "
+                                  + ", ".join(PARAM_NAMES), field="names",
+                                  allowed=", ".join(PARAM_NAMES))
+        return self._params(await self._update(server_id, dict.fromkeys(chosen)))
+
+    # -- prompt overrides ------------------------------------------------------------
+    def _prompts(self, stored: ServerSettings) -> ServerPrompts:
+        mode = detect_mode(stored.categories or (DEFAULT_CATEGORY,))
+        return server_prompts(stored, mode, self._stm.hooks)
+
+    async def prompts(self, server_id: str) -> ServerPrompts:
+        """Each override, or the default for the server's mode (provider ``""``)."""
+        check_id(server_id, "server_id")
+        return self._prompts(await self._load(server_id))
+
+    async def set_prompts(self, server_id: str, *, tool_description: str | None = None,
+                          nudge: str | None = None) -> ServerPrompts:
+        """Set the tool description and/or the nudge (``None`` leaves one as is).
+
+        At most 4000 characters each; blank text resets to the default;
+        ``str.format`` fields (``{0.__class__}``, ``{x[0]}``, ``{x!r}``,
+        ``{x:>9}``) are refused.
+        """
+        check_id(server_id, "server_id")
+        changes: dict[str, object] = {}
+        for name, text in (("tool_description", tool_description), ("nudge", nudge)):
+            if text is not None:
+                if not isinstance(text, str):
+                    raise ValidationError(f"{name} must be text", field=name, allowed="text")
+                changes[PROMPT_COLUMNS[name]] = clean_override(text, field=name)
+        if not changes:
+            return await self.prompts(server_id)
+        return self._prompts(await self._update(server_id, changes))
+
+    async def reset_prompts(self, server_id: str, *, tool_description: bool = True,
+                            nudge: bool = True) -> ServerPrompts:
+        """Return the chosen overrides (both by default) to the defaults."""
+        check_id(server_id, "server_id")
+        changes: dict[str, object] = {}
+        if tool_description:
+            changes[PROMPT_COLUMNS["tool_description"]] = None
+        if nudge:
+            changes[PROMPT_COLUMNS["nudge"]] = None
+        if not changes:
+            return await self.prompts(server_id)
+        return self._prompts(await self._update(server_id, changes))
+
+    # -- categories ---------------------------------------------------------------------
+    @staticmethod
+    def _categories(stored: ServerSettings, cleared: int = 0) -> ServerCategories:
+        infos = category_infos(stored.categories)
+        return ServerCategories(
+            server_id=stored.server_id,
+            mode=detect_mode(stored.categories or (DEFAULT_CATEGORY,)),
+            categories=infos, is_default=not stored.categories, cleared_memories=cleared)
+
+    async def categories(self, server_id: str) -> ServerCategories:
+        """The effective categories (the single default ``summary`` when none)."""
+        check_id(server_id, "server_id")
+        return self._categories(await self._load(server_id))
+
+    async def set_categories(self, server_id: str,
+                             lines: str | Iterable[str]) -> ServerCategories:
+        """Replace the categories from ``label: description`` lines.
+
+        One text (split at newlines) or one item per category. Blank lines are
+        skipped; all blank restores the default ``summary`` category. At most
+        ``max_categories`` (5), each line at most 1000 characters. The write
+        replaces every category in one transaction and deletes the server's
+        server-scope memory rows, whose fields no longer match.
+        """
+        check_id(server_id, "server_id")
+        records = parse_category_lines(lines, max_categories=self._stm.settings.max_categories)
+        return await self._replace_categories(server_id, records)
+
+    async def reset_categories(self, server_id: str) -> ServerCategories:
+        """Back to the single default ``summary`` category (clears server memories)."""
+        check_id(server_id, "server_id")
+        return await self._replace_categories(server_id, ())
+
+    async def _replace_categories(self, server_id: str,
+                                  records: tuple[CategoryRecord, ...]) -> ServerCategories:
+        stored, removed = await self._stm.adapter.replace_categories(
+            server_id, records, now_ms=self._stm.clock.now_ms(), clear_server_memories=True)
+        self._stm.cache.put_settings(stored)
+        self._stm.cache.forget(removed)
+        log.info("server %s categories replaced (%d); %d server memories cleared",
+                 server_id, len(records), len(removed))
+        return self._categories(stored, cleared=len(removed))
+
+    # -- capability switch ---------------------------------------------------------
+    @staticmethod
+    def _capability(stored: ServerSettings) -> Capability:
+        return Capability(server_id=stored.server_id, stm_enabled=stored.stm_enabled is not False,
+                          is_default=stored.stm_enabled is None)
+
+    async def capability(self, server_id: str) -> Capability:
+        check_id(server_id, "server_id")
+        return self._capability(await self._load(server_id))
+
+    async def set_stm_enabled(self, server_id: str, *, enabled: bool) -> Capability:
+        """Turn the bot's automatic memory management (tool + nudge) on or off.
+        Memory content keeps rendering; no rows are deleted."""
+        check_id(server_id, "server_id")
+        _check_bool(enabled, "enabled")
+        return self._capability(await self._update(server_id, {"stm_enabled": enabled}))
+
+    # -- privacy ---------------------------------------------------------------------
+    @staticmethod
+    def _privacy(stored: ServerSettings) -> PrivacySettings:
+        return PrivacySettings(server_id=stored.server_id,
+                               private_channel_ids=tuple(sorted(stored.private_channel_ids)),
+                               privacy_bypass=stored.privacy_bypass)
+
+    async def privacy(self, server_id: str) -> PrivacySettings:
+        check_id(server_id, "server_id")
+        return self._privacy(await self._load(server_id))
+
+    async def set_private_channels(self, server_id: str, *,
+                                   channel_ids: Iterable[str]) -> PrivacySettings:
+        """Replace the private channel list (empty clears it)."""
+        check_id(server_id, "server_id")
+        ids = check_ids(channel_ids, "channel_ids")
+        return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
+
+    async def add_private_channels(self, server_id: str, *,
+                                   channel_ids: Iterable[str]) -> PrivacySettings:
+        check_id(server_id, "server_id")
+        ids = check_ids(channel_ids, "channel_ids")
+        current = await self._stm.adapter.load_server_settings(server_id)
+        return self._privacy(await self._update(
+            server_id, {"private_channel_ids": current.private_channel_ids | ids}))
+
+    async def remove_private_channels(self, server_id: str, *,
+                                      channel_ids: Iterable[str]) -> PrivacySettings:
+        check_id(server_id, "server_id")
+        ids = check_ids(channel_ids, "channel_ids")
+        current = await self._stm.adapter.load_server_settings(server_id)
+        return self._privacy(await self._update(
+            server_id, {"private_channel_ids": current.private_channel_ids - ids}))
+
+    async def set_privacy_bypass(self, server_id: str, *, bypass: bool) -> PrivacySettings:
+        """With the bypass on, private channels' memories show everywhere."""
+        check_id(server_id, "server_id")
+        _check_bool(bypass, "bypass")
+        return self._privacy(await self._update(server_id, {"privacy_bypass": bypass}))
+
+    # -- a user's cross-server opt-in ---------------------------------------------------
+    async def user_opt_in(self, user_id: str) -> UserOptIn:
+        check_id(user_id, "user_id")
+        prefs = await self._stm.adapter.load_user_prefs(user_id)
+        self._stm.cache.put_prefs(prefs)
+        return UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
+
+    async def set_user_opt_in(self, user_id: str, *, opt_in: bool) -> UserOptIn:
+        """Whether the user's memories from other servers (and DMs) may be
+        folded into a server's context for them."""
+        check_id(user_id, "user_id")
+        _check_bool(opt_in, "opt_in")
+        prefs = await self._stm.adapter.set_user_prefs(
+            user_id, crossserver_opt_in=opt_in, now_ms=self._stm.clock.now_ms())
+        self._stm.cache.put_prefs(prefs)
+        return UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
+
+    # -- persona memory in a channel ---------------------------------------------------
+    def _key(self, channel_id: str, persona_id: str | None, server_id: str | None,
+             user_id: str | None) -> MemoryKey:
+        check_id(channel_id, "channel_id")
+        check_optional_id(persona_id, "persona_id")
+        check_optional_id(server_id, "server_id")
+        check_optional_id(user_id, "user_id")
+        return live_key(channel_id=channel_id, persona_id=persona_id, server_id=server_id,
+                        user_id=user_id)
+
+    def _snapshot(self, key: MemoryKey, record: MemoryRecord | None,
+                  stored: ServerSettings | None) -> MemorySnapshot:
+        profile = build_profile(stored, self._stm.hooks, self._stm.settings)
+        return snapshot(key, record, profile, now_ms=self._stm.clock.now_ms(),
+                        settings=self._stm.settings)
+
+    async def view_memory(self, *, channel_id: str, persona_id: str | None = None,
+                          server_id: str | None = None,
+                          user_id: str | None = None) -> MemorySnapshot:
+        """The exact row that gets injected: ``(server, channel, persona)`` in a
+        guild (``server_id`` given), ``(user, channel, persona)`` in a DM."""
+        key = self._key(channel_id, persona_id, server_id, user_id)
+        stored = await self._load(server_id) if server_id is not None else None
+        record = await self._stm.adapter.get_memory(key)
+        if record is not None:
+            self._stm.cache.apply([record])
+        return self._snapshot(key, record, stored)
+
+    async def list_personas(self, *, channel_id: str, server_id: str | None = None,
+                            user_id: str | None = None) -> tuple[PersonaMemory, ...]:
+        """Personas with a non-blank memory in the channel's live scope
+        (persona ``""`` is a memory kept without a persona)."""
+        check_id(channel_id, "channel_id")
+        check_optional_id(server_id, "server_id")
+        check_optional_id(user_id, "user_id")
+        if server_id is not None:
+            flt = MemoryFilter(channel_id=channel_id, server_id=server_id, scope_kind="server")
+        elif user_id:
+            flt = MemoryFilter(channel_id=channel_id, user_id=user_id, server_id=DM_SERVER,
+                               scope_kind="user")
+        else:
+            raise ValidationError("listing a direct-message channel needs the user id",
+                                  field="user_id", allowed="the DM user's id")
+        rows = await self._stm.adapter.list_memories(flt)
+        found = []
+        hint: Literal["summary", "categories"]
+        for row in rows:
+            if any(v.strip() for v in row.categories.values()):
+                hint = "categories"
+            elif row.summary and row.summary.strip():
+                hint = "summary"
+            else:
+                continue
+            found.append(PersonaMemory(persona_id=row.key.persona_id, mode_hint=hint,
+                                       updated_at_ms=row.updated_at_ms))
+        return tuple(sorted(found, key=lambda p: p.persona_id))
+
+    async def edit_memory(self, *, channel_id: str, persona_id: str | None = None,
+                          server_id: str | None = None, user_id: str | None = None,
+                          summary: str | None = None,
+                          categories: Mapping[str, str] | None = None) -> MemoryEdit:
+        """Hand-edit the live memory of a persona in a channel.
+
+        Summary mode: ``summary`` text is written; blank text clears the
+        summary and the stored crude messages. Category mode: ``categories``
+        (labels or slugs -> text) becomes the new full set; blank or omitted
+        fields are cleared. Values are trimmed, sanitised and cut to
+        ``max_summary_length`` like the tool's (truncation, reported in the
+        result). In a guild the editor's (``user_id``) user copy is written
+        too. The cadence counter is not reset.
+        """
+        key = self._key(channel_id, persona_id, server_id, user_id)
+        stored = await self._load(server_id) if server_id is not None else None
+        profile = build_profile(stored, self._stm.hooks, self._stm.settings)
+        limit = self._stm.settings.max_summary_length
+        changes: dict[str, Any]
+        truncated: tuple[str, ...] = ()
+        if profile.mode == "category":
+            if categories is None or summary is not None:
+                raise ValidationError(
+                    "this server is in category mode; give categories (one of: "
+                    + ", ".join(profile.slug_map.values()) + ")",
+                    field="categories", allowed=", ".join(profile.slug_map))
+            values, truncated = build_categories(categories, profile, max_length=limit)
+            changes = {"set_categories": True, "categories": values}
+            cleared = not values
+        else:
+            if summary is None or categories is not None:
+                raise ValidationError("this server is in summary mode; give a summary",
+                                      field="summary", allowed="text (blank clears)")
+            if not isinstance(summary, str):
+                raise ValidationError("summary must be text", field="summary", allowed="text")
+            if summary.strip():
+                text, cut = clean_value(summary, max_length=limit)
+                truncated = ("summary",) if cut else ()
+                changes = {"set_summary": True, "summary": text}
+                cleared = False
+            else:
+                changes = {"set_summary": True, "summary": None, "clear_messages": True}
+                cleared = True
+        keys = [key]
+        if server_id is not None and user_id:
+            keys.append(MemoryKey.user(user_id, channel_id, persona_id, server_id))
+        settings = self._stm.settings
+        now = self._stm.clock.now_ms()
+        writes = [MemoryWrite(key=k, now_ms=now, crude_ttl_ms=settings.crude_ttl_ms,
+                              summary_ttl_ms=settings.summary_ttl_ms, **changes)
+                  for k in keys]
+        records = await self._stm.write_memory(writes)
+        log.info("memory of %s edited (%s)", key, "cleared" if cleared else "written")
+        return MemoryEdit(snapshot=self._snapshot(key, records[0], stored), keys=tuple(keys),
+                          truncated=truncated, cleared=cleared)
+
+    # -- clearing -------------------------------------------------------------------------
+    async def _delete(self, flt: MemoryFilter) -> ClearResult:
+        removed = await self._stm.adapter.delete_memories(flt)
+        self._stm.cache.forget(removed)
+        return ClearResult(removed=len(removed), keys=tuple(removed))
+
+    async def clear_channel(self, channel_id: str) -> ClearResult:
+        """Delete every memory row of the channel (all scopes, users, personas)."""
+        check_id(channel_id, "channel_id")
+        return await self._delete(MemoryFilter(channel_id=channel_id))
+
+    async def clear_user(self, user_id: str) -> ClearResult:
+        """Delete the user's own (user-scope) memory rows, in DMs and guilds."""
+        check_id(user_id, "user_id")
+        return await self._delete(MemoryFilter(user_id=user_id, scope_kind="user"))
+
+    # -- export / import ----------------------------------------------------------------
+    async def export_config(self, server_id: str) -> dict[str, Any]:
+        """The server's configuration (not its memories) as a JSON-able dict."""
+        check_id(server_id, "server_id")
+        return config_io.export_document(await self._load(server_id))
+
+    async def import_config(self, server_id: str, data: object) -> dict[str, Any]:
+        """Validate a document from :meth:`export_config` completely, then apply
+        it to ``server_id``; returns the configuration now stored.
+
+        Server memories are cleared only when the categories change.
+        """
+        check_id(server_id, "server_id")
+        doc = config_io.parse_document(data)
+        params = {k: v for k, v in
+                  ((n, getattr(doc.params, n)) for n in PARAM_NAMES) if v is not None}
+        validate_params(params, settings=self._stm.settings,
+                        render_modes=self._stm.hooks.render_modes())
+        changes: dict[str, object] = {name: getattr(doc.params, name) for name in PARAM_NAMES}
+        for name, column in PROMPT_COLUMNS.items():
+            text = getattr(doc.prompts, name)
+            changes[column] = None if text is None else clean_override(
+                text, field=f"prompts.{name}")
+        changes["stm_enabled"] = doc.stm_enabled
+        changes["private_channel_ids"] = check_ids(doc.privacy.private_channel_ids,
+                                                   "privacy.private_channel_ids")
+        changes["privacy_bypass"] = doc.privacy.bypass
+        categories = check_categories(
+            ((f"categories[{i}]", c.label, c.description) for i, c in enumerate(doc.categories)),
+            max_categories=self._stm.settings.max_categories)
+        current = await self._stm.adapter.load_server_settings(server_id)
+        await self._update(server_id, changes)
+        if categories != current.categories:
+            await self._replace_categories(server_id, categories)
+        return await self.export_config(server_id)
+
+
+def _check_bool(value: object, field: str) -> None:
+    if not isinstance(value, bool):
+        raise ValidationError(f"{field} must be true or false, got {value!r}", field=field,
+                              allowed="true or false")

@@ -1,0 +1,126 @@
+"""Server parameters: ranges, effective values with defaults, friendly labels.
+
+One function validates every write path (admin call, ``stm`` command, import),
+so a value outside its range never reaches the database (DESIGN decision 11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from stm_core.admin.values import ServerParams
+from stm_core.errors import ValidationError
+from stm_core.settings import (
+    CONTENT_DEPTH_RANGE,
+    DEFAULT_CONTENT_DEPTH,
+    DEFAULT_NUDGE_DEPTH,
+    DEFAULT_REFRESH_CADENCE,
+    DEFAULT_RENDER_MODE,
+    NUDGE_DEPTH_RANGE,
+    REFRESH_CADENCE_RANGE,
+    Settings,
+)
+from stm_core.storage.records import ServerSettings
+
+#: The per-server parameters, in display order.
+PARAM_NAMES: tuple[str, ...] = (
+    "refresh_cadence",
+    "render_mode",
+    "crude_message_count",
+    "nudge_injection_depth",
+    "content_injection_depth",
+)
+
+
+def int_ranges(settings: Settings) -> dict[str, tuple[int, int]]:
+    """Inclusive ranges of the integer parameters."""
+    return {
+        "refresh_cadence": REFRESH_CADENCE_RANGE,
+        "crude_message_count": (1, settings.max_messages_per_channel),
+        "nudge_injection_depth": NUDGE_DEPTH_RANGE,
+        "content_injection_depth": CONTENT_DEPTH_RANGE,
+    }
+
+
+def validate_params(changes: Mapping[str, object], *, settings: Settings,
+                    render_modes: Collection[str]) -> dict[str, int | str]:
+    """Check every given parameter; return them unchanged, or raise
+    :class:`ValidationError` naming the first bad one and what is allowed."""
+    ranges = int_ranges(settings)
+    checked: dict[str, int | str] = {}
+    for name, value in changes.items():
+        if name == "render_mode":
+            allowed = ", ".join(sorted(render_modes))
+            if not isinstance(value, str) or value not in render_modes:
+                raise ValidationError(f"render_mode must be one of {allowed}, got {value!r}",
+                                      field=name, allowed=allowed)
+            checked[name] = value
+        elif name in ranges:
+            low, high = ranges[name]
+            allowed = f"an integer from {low} to {high}"
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValidationError(f"{name} must be {allowed}, got {value!r}",
+                                      field=name, allowed=allowed)
+            if not low <= value <= high:
+                raise ValidationError(f"{name} must be {allowed}, got {value}",
+                                      field=name, allowed=allowed)
+            checked[name] = value
+        else:
+            allowed = ", ".join(PARAM_NAMES)
+            raise ValidationError(f"unknown server parameter {name!r}; allowed: {allowed}",
+                                  field=name, allowed=allowed)
+    return checked
+
+
+def defaults(settings: Settings) -> dict[str, int | str]:
+    return {
+        "refresh_cadence": DEFAULT_REFRESH_CADENCE,
+        "render_mode": DEFAULT_RENDER_MODE,
+        "crude_message_count": settings.default_crude_message_count,
+        "nudge_injection_depth": DEFAULT_NUDGE_DEPTH,
+        "content_injection_depth": DEFAULT_CONTENT_DEPTH,
+    }
+
+
+def param_label(name: str, value: int | str) -> str:
+    """How a person reads a parameter value ("every turn", "tail", ...)."""
+    if name == "refresh_cadence":
+        return "every turn" if value == 1 else f"every {value} turns"
+    if name == "crude_message_count":
+        return "1 message" if value == 1 else f"{value} messages"
+    if name == "nudge_injection_depth":
+        return _depth_label(value)
+    if name == "content_injection_depth":
+        return "anchored (default)" if value == -1 else _depth_label(value)
+    return str(value)
+
+
+def _depth_label(value: int | str) -> str:
+    if value == 0:
+        return "tail"
+    if value == 1:
+        return "before the last turn"
+    return f"before the last {value} turns"
+
+
+def effective_params(stored: ServerSettings, settings: Settings) -> ServerParams:
+    """Stored values with defaults filled in for the unset ones."""
+    base = defaults(settings)
+    values: dict[str, int | str] = {}
+    unset: set[str] = set()
+    for name in PARAM_NAMES:
+        value = getattr(stored, name)
+        if value is None:
+            unset.add(name)
+            value = base[name]
+        values[name] = value
+    return ServerParams(
+        server_id=stored.server_id,
+        refresh_cadence=int(values["refresh_cadence"]),
+        render_mode=str(values["render_mode"]),
+        crude_message_count=int(values["crude_message_count"]),
+        nudge_injection_depth=int(values["nudge_injection_depth"]),
+        content_injection_depth=int(values["content_injection_depth"]),
+        defaults=frozenset(unset),
+        labels={name: param_label(name, values[name]) for name in PARAM_NAMES},
+    )

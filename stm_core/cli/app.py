@@ -1,0 +1,81 @@
+"""The ``stm`` group: global options and the subcommands."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from stm_core.cli.context import context
+from stm_core.cli.maintenance import config, db, janitor
+from stm_core.cli.memory import memory
+from stm_core.cli.server import server
+from stm_core.cli.state import CliState
+from stm_core.cli.user import user
+from stm_core.settings import Settings
+
+
+class LazyGroup(click.Group):
+    """A group whose heavier subcommands are imported only when used, so
+    every other command starts quickly."""
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module_name, attr = self.lazy[cmd_name].split(":")
+            command = getattr(importlib.import_module(module_name), attr)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+#: Written alongside this package; they read ``ctx.obj`` (a CliState).
+LAZY_COMMANDS = {
+    "plugins": "stm_core.cli_plugins:plugins",
+    "demo": "stm_core.demo.command:demo",
+}
+
+
+@click.group(cls=LazyGroup, lazy=LAZY_COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", "db_url", envvar="STM_DATABASE_URL", metavar="URL",
+              help="Database URL (sqlite+aiosqlite:///FILE, postgresql+asyncpg://..., "
+                   "memory://). Default: $STM_DATABASE_URL, else a per-user SQLite file.")
+@click.option("--json", "json_output", is_flag=True, help="Print machine-readable JSON.")
+@click.version_option(package_name="stm", prog_name="stm")
+@click.pass_context
+def cli(ctx: click.Context, db_url: str | None, json_output: bool) -> None:
+    """Operate stm: server settings, categories, prompts, memories, janitor.
+
+    Results go to stdout (tables, or JSON with --json); notes and errors to
+    stderr. Exit codes: 0 success, 2 bad usage or a refused value, 1 a
+    runtime failure (e.g. the database cannot be opened).
+
+    \b
+    Examples:
+      stm server params show 1234567890
+      stm --db sqlite+aiosqlite:///bot.db server categories set 1234567890 \\
+          --line "Goals: where the party is headed"
+      stm --json memory view --server 1234567890 --channel 555 --persona 7
+    """
+    ctx.obj = CliState(db_url=db_url or None, json_output=json_output,
+                       settings=Settings.from_env())
+
+
+cli.add_command(server)
+cli.add_command(memory)
+cli.add_command(user)
+cli.add_command(context)
+cli.add_command(janitor)
+cli.add_command(db)
+cli.add_command(config)
+

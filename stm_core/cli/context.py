@@ -1,0 +1,147 @@
+"""``stm context``: what stm would add to a turn's prompt, and where."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from stm_core.cli.memory import resolve_where, where_options
+from stm_core.cli.output import emit, heading, plain
+from stm_core.cli.session import json_option, open_cli_store, pass_state
+from stm_core.cli.state import CliState, run
+from stm_core.errors import ValidationError
+from stm_core.models import ContextItem, StmContext, Turn
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+#: A short dialogue to show the placement on when no --dialogue file is given.
+SAMPLE_DIALOGUE: tuple[dict[str, str], ...] = (
+    {"role": "system", "content": "You are a friendly game master."},
+    {"role": "user", "content": "We open the crypt door. What do we see?"},
+    {"role": "assistant", "content": "Dust, bones, and a silver key on the altar."},
+    {"role": "user", "content": "Bob takes the key."},
+    {"role": "assistant", "content": "The key is cold in Bob's hand; something stirs."},
+    {"role": "user", "content": "We run for the exit!"},
+)
+
+
+def load_dialogue(path: Path | None) -> list[dict[str, Any]]:
+    if path is None:
+        return [dict(m) for m in SAMPLE_DIALOGUE]
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{path}: not valid JSON ({exc})", field="dialogue",
+                              allowed="a JSON list of chat messages") from None
+    if not isinstance(data, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in data):
+        raise ValidationError(f"{path}: expected a JSON list of messages like "
+                              '{"role": "user", "content": "..."}', field="dialogue",
+                              allowed="a JSON list of chat messages")
+    return data
+
+
+def item_dict(item: ContextItem) -> dict[str, str]:
+    return {"kind": item.kind, "role": item.role, "tag": item.tag, "text": item.text}
+
+
+def context_dict(ctx: StmContext, schema: dict[str, Any] | None,
+                 messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "memory_items": [item_dict(i) for i in ctx.memory_items],
+        "nudge": item_dict(ctx.nudge_item) if ctx.nudge_item else None,
+        "nudge_injection_depth": ctx.nudge_injection_depth,
+        "memory_injection_depth": ctx.memory_injection_depth,
+        "tool_schema": schema,
+        "messages": messages,
+    }
+
+
+def show_context(out: Console, data: dict[str, Any]) -> None:
+    heading(out, f"Memory items ({len(data['memory_items'])})")
+    for item in data["memory_items"]:
+        plain(out, f"-- {item['kind']} --", style="dim")
+        plain(out, item["text"])
+    if not data["memory_items"]:
+        plain(out, "(none)", style="italic")
+    out.print()
+    heading(out, "Nudge")
+    plain(out, data["nudge"]["text"] if data["nudge"] else "(not due this turn)",
+          style=None if data["nudge"] else "italic")
+    out.print()
+    depth = data["memory_injection_depth"]
+    heading(out, "Depths")
+    plain(out, f"memory block: {'anchored near the top' if depth < 0 else depth}; "
+               f"nudge: {data['nudge_injection_depth']}")
+    out.print()
+    heading(out, "Tool schema (neutral)")
+    schema = data["tool_schema"]
+    plain(out, json.dumps(schema, indent=2, ensure_ascii=False) if schema
+          else "(not offered this turn)")
+    out.print()
+    heading(out, "Dialogue with everything injected")
+    for message in data["messages"]:
+        injected = message.get("tag") is not None
+        label = f"{message.get('role')}{' [stm]' if injected else ''}"
+        plain(out, f"{label}:", style="bold green" if injected else "bold")
+        plain(out, str(message.get("content", "")))
+
+
+@click.command()
+@where_options
+@click.option("--channel", "channel_id", required=True, metavar="ID")
+@click.option("--persona", "persona_id", metavar="ID")
+@click.option("--lineage", "lineage_id", metavar="ID", help="The persona lineage id.")
+@click.option("--provider", default="", help="LLM provider key, e.g. openai, anthropic.")
+@click.option("--no-tools", is_flag=True, help="The model has no tool support this turn.")
+@click.option("--parent", "parent_channel_id", metavar="ID",
+              help="The parent channel when --channel is a thread.")
+@click.option("--bot-name", default="Assistant", show_default=True)
+@click.option("--user-name", default="User", show_default=True)
+@click.option("--impersonation", is_flag=True, help="A user-impersonation turn.")
+@click.option("--long-term-intent", is_flag=True,
+              help="The user asked for long-term memory (tool and nudge stand back).")
+@click.option("--dialogue", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A JSON list of OpenAI-style messages (default: a small sample).")
+@json_option
+@pass_state
+def context(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
+            channel_id: str, persona_id: str | None, lineage_id: str | None, provider: str,
+            no_tools: bool, parent_channel_id: str | None, bot_name: str, user_name: str,
+            impersonation: bool, long_term_intent: bool, dialogue: Path | None) -> None:
+    """Show the short-term memory of a turn and where it lands in the prompt.
+
+    Prints the memory items, the nudge (when due), both depths, the tool
+    schema in neutral form and a dialogue with everything spliced in. Nothing
+    is written.
+
+    \b
+    Examples:
+      stm context --server 1234567890 --channel 555 --user 42 --persona 7
+      stm context --dm --user 42 --channel 900 --provider anthropic
+      stm --json context --server 1234567890 --channel 555 --user 42 --dialogue chat.json
+    """
+    server = resolve_where(server_id, dm, user_id)
+    if not user_id:
+        raise click.UsageError("--user ID is required (the user who triggers the turn)")
+    messages = load_dialogue(dialogue)
+    turn = Turn(user_id=user_id, channel_id=channel_id, server_id=server,
+                parent_channel_id=parent_channel_id, persona_id=persona_id,
+                persona_lineage_id=lineage_id, bot_name=bot_name, triggerer_name=user_name,
+                provider=provider, has_tools=not no_tools, is_user_impersonation=impersonation,
+                explicit_long_term_intent=long_term_intent)
+
+    async def go() -> dict[str, Any]:
+        from stm_core.inject import inject
+
+        async with open_cli_store(state) as stm:
+            ctx = await stm.build_context(turn)
+            schema = await stm.tool_schema(turn, "neutral")
+        return context_dict(ctx, schema, inject(messages, ctx, keep_tags=True))
+
+    data = run(go())
+    emit(state, data, lambda out: show_context(out, data))

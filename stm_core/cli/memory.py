@@ -1,0 +1,210 @@
+"""``stm memory ...``: view, list, edit and clear the memory of a channel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from stm_core.cli.output import emit, heading, note, plain, table, timestamp
+from stm_core.cli.session import json_option, open_cli_store, pass_state
+from stm_core.cli.state import CliState, run
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from stm_core.admin.values import ClearResult, MemoryEdit, MemorySnapshot, PersonaMemory
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@click.group()
+def memory() -> None:
+    """A channel's short-term memory: view, list, edit, clear."""
+
+
+def where_options(func: F) -> F:
+    """``--server ID`` (a guild channel) or ``--dm`` (with ``--user``)."""
+    func = click.option("--user", "user_id", metavar="ID",
+                        help="The DM user (required with --dm); in a guild, the editor "
+                             "whose own copy is written too.")(func)
+    func = click.option("--dm", is_flag=True, help="A direct-message channel.")(func)
+    return click.option("--server", "server_id", metavar="ID",
+                        help="The server (guild) of the channel.")(func)
+
+
+def resolve_where(server_id: str | None, dm: bool, user_id: str | None) -> str | None:
+    if (server_id is None) == (not dm):
+        raise click.UsageError("give --server ID for a guild channel or --dm for a DM")
+    if dm and not user_id:
+        raise click.UsageError("--dm needs --user ID")
+    return server_id
+
+
+def show_snapshot(out: Console, shot: MemorySnapshot) -> None:
+    persona = shot.key.persona_id or "(no persona)"
+    if shot.scope == "server":
+        scope = f"shared by everyone in server {shot.key.server_id}"
+    else:
+        scope = f"direct messages with user {shot.key.user_id}"
+    heading(out, f"Persona {persona} in channel {shot.key.channel_id}")
+    plain(out, f"{scope}; {shot.mode} mode; counter {shot.turns_since_refresh}; "
+               f"updated {timestamp(shot.updated_at_ms)}", style="dim")
+    if shot.expired:
+        plain(out, "expired: older than its TTL, so it is no longer injected", style="yellow")
+    out.print()
+    plain(out, shot.text, style="italic" if shot.is_empty else None)
+
+
+@memory.command("view")
+@where_options
+@click.option("--channel", "channel_id", required=True, metavar="ID")
+@click.option("--persona", "persona_id", metavar="ID", help="The persona (omit for none).")
+@json_option
+@pass_state
+def view(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
+         channel_id: str, persona_id: str | None) -> None:
+    """Show the memory that gets injected for a persona in a channel.
+
+    \b
+    Examples:
+      stm memory view --server 1234567890 --channel 555 --persona 7
+      stm memory view --dm --user 42 --channel 900 --persona 7
+    """
+    server = resolve_where(server_id, dm, user_id)
+
+    async def go() -> MemorySnapshot:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.view_memory(server_id=server, channel_id=channel_id,
+                                               persona_id=persona_id, user_id=user_id)
+
+    shot = run(go())
+    emit(state, shot.to_dict(), lambda out: show_snapshot(out, shot))
+
+
+@memory.command("list")
+@where_options
+@click.option("--channel", "channel_id", required=True, metavar="ID")
+@json_option
+@pass_state
+def list_personas(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
+                  channel_id: str) -> None:
+    """List the personas that have a memory in a channel.
+
+    \b
+    Examples:
+      stm memory list --server 1234567890 --channel 555
+      stm --json memory list --dm --user 42 --channel 900
+    """
+    server = resolve_where(server_id, dm, user_id)
+
+    async def go() -> tuple[PersonaMemory, ...]:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.list_personas(server_id=server, channel_id=channel_id,
+                                                 user_id=user_id)
+
+    found = run(go())
+
+    def human(out: Console) -> None:
+        if not found:
+            plain(out, "No persona has a memory in this channel.")
+            return
+        out.print(table(f"Memories in channel {channel_id}", ("persona", "content", "updated"),
+                        [(p.persona_id or "(none)", p.mode_hint, timestamp(p.updated_at_ms))
+                         for p in found]))
+
+    emit(state, [p.to_dict() for p in found], human)
+
+
+def parse_fields(fields: tuple[str, ...]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for field in fields:
+        if "=" not in field:
+            raise click.UsageError(f"--field {field!r}: write LABEL=TEXT")
+        name, text = field.split("=", 1)
+        values[name.strip()] = text
+    return values
+
+
+@memory.command("edit")
+@where_options
+@click.option("--channel", "channel_id", required=True, metavar="ID")
+@click.option("--persona", "persona_id", metavar="ID", help="The persona (omit for none).")
+@click.option("--summary", help="Summary mode: the new summary.")
+@click.option("--summary-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Summary mode: read the summary from a file.")
+@click.option("--field", "fields", multiple=True, metavar="LABEL=TEXT",
+              help="Category mode: one category's text (repeatable; label or field name).")
+@click.option("--clear", is_flag=True, help="Clear the memory (in summary mode also the "
+              "stored raw messages).")
+@json_option
+@pass_state
+def edit(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
+         channel_id: str, persona_id: str | None, summary: str | None,
+         summary_file: Path | None, fields: tuple[str, ...], clear: bool) -> None:
+    """Hand-edit the memory of a persona in a channel (the counter is kept).
+
+    In category mode the given fields become the whole memory: categories not
+    named are cleared. Texts longer than the limit (1500) are cut, like the
+    model's own writes.
+
+    \b
+    Examples:
+      stm memory edit --server 1234567890 --channel 555 --persona 7 \\
+          --summary "The party entered the crypt."
+      stm memory edit --server 1234567890 --channel 555 --persona 7 \\
+          --field "Goals=Find the exit" --field "HP/MP=Alice 12/30"
+      stm memory edit --dm --user 42 --channel 900 --persona 7 --clear
+    """
+    server = resolve_where(server_id, dm, user_id)
+    if summary is not None and summary_file is not None:
+        raise click.UsageError("give --summary or --summary-file, not both")
+    if summary_file is not None:
+        summary = summary_file.read_text(encoding="utf-8")
+    chosen = sum((summary is not None, bool(fields), clear))
+    if chosen != 1:
+        raise click.UsageError("give one of --summary/--summary-file, --field or --clear")
+
+    async def go() -> MemoryEdit:
+        async with open_cli_store(state) as stm:
+            values: dict[str, Any] = {}
+            if clear:
+                mode = (await stm.admin.categories(server)).mode if server else "summary"
+                values = {"summary": ""} if mode == "summary" else {"categories": {}}
+            elif fields:
+                values = {"categories": parse_fields(fields)}
+            else:
+                values = {"summary": summary}
+            return await stm.admin.edit_memory(server_id=server, channel_id=channel_id,
+                                               persona_id=persona_id, user_id=user_id,
+                                               **values)
+
+    result = run(go())
+    if result.truncated and not state.json_output:
+        note("note: cut to the length limit: " + ", ".join(result.truncated))
+    emit(state, result.to_dict(), lambda out: show_snapshot(out, result.snapshot))
+
+
+def show_cleared(state: CliState, result: ClearResult, what: str) -> None:
+    emit(state, result.to_dict(),
+         lambda out: plain(out, f"Removed {result.removed} memory rows of {what}."))
+
+
+@memory.command("clear-channel")
+@click.argument("channel_id")
+@json_option
+@pass_state
+def clear_channel(state: CliState, channel_id: str) -> None:
+    """Delete every memory of a channel (all scopes, users and personas).
+
+    \b
+    Examples:
+      stm memory clear-channel 555
+    """
+    async def go() -> ClearResult:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.clear_channel(channel_id)
+
+    show_cleared(state, run(go()), f"channel {channel_id}")

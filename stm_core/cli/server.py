@@ -1,0 +1,483 @@
+"""``stm server ...``: parameters, prompts, categories, privacy, capability."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from stm_core.cli.output import emit, heading, note, on_off, plain, table
+from stm_core.cli.session import json_option, open_cli_store, pass_state
+from stm_core.cli.state import CliState, run
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from stm_core.admin.values import (
+        Capability,
+        PrivacySettings,
+        ServerCategories,
+        ServerParams,
+        ServerPrompts,
+    )
+
+
+@click.group()
+def server() -> None:
+    """Per-server settings: parameters, prompts, categories, privacy, capability."""
+
+
+# -- parameters -------------------------------------------------------------------
+@server.group()
+def params() -> None:
+    """Cadence, render mode, crude message count and injection depths."""
+
+
+def show_params(state: CliState, result: ServerParams) -> None:
+    def human(out: Console) -> None:
+        rows = [(name, getattr(result, name), result.labels[name],
+                 "default" if name in result.defaults else "set")
+                for name in result.labels]
+        out.print(table(f"Parameters of server {result.server_id}",
+                        ("parameter", "value", "meaning", "source"), rows))
+
+    emit(state, result.to_dict(), human)
+
+
+@params.command("show")
+@click.argument("server_id")
+@json_option
+@pass_state
+def params_show(state: CliState, server_id: str) -> None:
+    """Show the effective parameters (defaults included, and marked).
+
+    \b
+    Examples:
+      stm server params show 1234567890
+      stm --json server params show 1234567890
+    """
+    async def go() -> ServerParams:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.server_params(server_id)
+
+    show_params(state, run(go()))
+
+
+@params.command("set")
+@click.argument("server_id")
+@click.option("--cadence", "refresh_cadence", type=int,
+              help="Nudge after this many bot turns without a memory update (1-100).")
+@click.option("--render-mode", help="How other channels' memories show (crude_summary, "
+              "supersede, or a plugin's mode).")
+@click.option("--crude-messages", "crude_message_count", type=int,
+              help="Raw lines shown per other channel (1-max messages per channel).")
+@click.option("--nudge-depth", "nudge_injection_depth", type=int,
+              help="Dialogue turns from the bottom where the nudge goes (0-20; 0 = tail).")
+@click.option("--content-depth", "content_injection_depth", type=int,
+              help="Where the memory block goes (-1-20; -1 = anchored near the top).")
+@json_option
+@pass_state
+def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
+               render_mode: str | None, crude_message_count: int | None,
+               nudge_injection_depth: int | None, content_injection_depth: int | None) -> None:
+    """Set any of the parameters; the others keep their values.
+
+    \b
+    Examples:
+      stm server params set 1234567890 --cadence 3
+      stm server params set 1234567890 --render-mode supersede --nudge-depth 0
+      stm server params set 1234567890 --content-depth -1
+    """
+    async def go() -> ServerParams:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.set_server_params(
+                server_id, refresh_cadence=refresh_cadence, render_mode=render_mode,
+                crude_message_count=crude_message_count,
+                nudge_injection_depth=nudge_injection_depth,
+                content_injection_depth=content_injection_depth)
+
+    show_params(state, run(go()))
+
+
+@params.command("reset")
+@click.argument("server_id")
+@click.option("--only", "names", multiple=True, metavar="NAME",
+              help="Reset only this parameter (repeatable), e.g. refresh_cadence.")
+@json_option
+@pass_state
+def params_reset(state: CliState, server_id: str, names: tuple[str, ...]) -> None:
+    """Return parameters to their defaults (all of them unless --only is given).
+
+    \b
+    Examples:
+      stm server params reset 1234567890
+      stm server params reset 1234567890 --only nudge_injection_depth
+    """
+    async def go() -> ServerParams:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.reset_server_params(server_id, names=names or None)
+
+    show_params(state, run(go()))
+
+
+# -- prompts ------------------------------------------------------------------------
+@server.group()
+def prompts() -> None:
+    """The tool description and the nudge (overrides of the defaults)."""
+
+
+def show_prompts(state: CliState, result: ServerPrompts) -> None:
+    def human(out: Console) -> None:
+        for title, prompt in (("Tool description", result.tool_description),
+                              ("Nudge", result.nudge)):
+            source = "default" if prompt.is_default else "custom"
+            heading(out, f"{title} ({source}, {result.mode} mode)")
+            plain(out, prompt.text)
+            out.print()
+
+    emit(state, result.to_dict(), human)
+
+
+def read_text(text: str | None, path: Path | None, name: str) -> str | None:
+    if text is not None and path is not None:
+        raise click.UsageError(f"give --{name} or --{name}-file, not both")
+    if path is not None:
+        return path.read_text(encoding="utf-8")
+    return text
+
+
+@prompts.command("show")
+@click.argument("server_id")
+@json_option
+@pass_state
+def prompts_show(state: CliState, server_id: str) -> None:
+    """Show both prompts: the override, or the default for the server's mode.
+
+    \b
+    Examples:
+      stm server prompts show 1234567890
+    """
+    async def go() -> ServerPrompts:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.prompts(server_id)
+
+    show_prompts(state, run(go()))
+
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@prompts.command("set")
+@click.argument("server_id")
+@click.option("--nudge", help="The nudge text (blank resets it to the default).")
+@click.option("--nudge-file", type=_FILE, help="Read the nudge from a file.")
+@click.option("--tool-description", help="The tool description (blank resets it).")
+@click.option("--tool-description-file", type=_FILE,
+              help="Read the tool description from a file.")
+@json_option
+@pass_state
+def prompts_set(state: CliState, server_id: str, nudge: str | None, nudge_file: Path | None,
+                tool_description: str | None, tool_description_file: Path | None) -> None:
+    """Override the nudge and/or the tool description (at most 4000 characters).
+
+    Placeholders are plain {name}; {short_term_memory_tool}, {memory_tool} and
+    {category_labels} are filled in when the prompt is used.
+
+    \b
+    Examples:
+      stm server prompts set 1234567890 --nudge "[System: Refresh {short_term_memory_tool}.]"
+      stm server prompts set 1234567890 --tool-description-file description.txt
+    """
+    nudge_text = read_text(nudge, nudge_file, "nudge")
+    description = read_text(tool_description, tool_description_file, "tool-description")
+    if nudge_text is None and description is None:
+        raise click.UsageError("give --nudge/--nudge-file and/or "
+                               "--tool-description/--tool-description-file")
+
+    async def go() -> ServerPrompts:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.set_prompts(server_id, nudge=nudge_text,
+                                               tool_description=description)
+
+    show_prompts(state, run(go()))
+
+
+@prompts.command("reset")
+@click.argument("server_id")
+@click.option("--nudge", "only_nudge", is_flag=True, help="Reset only the nudge.")
+@click.option("--tool-description", "only_description", is_flag=True,
+              help="Reset only the tool description.")
+@json_option
+@pass_state
+def prompts_reset(state: CliState, server_id: str, only_nudge: bool,
+                  only_description: bool) -> None:
+    """Return the prompts to their defaults (both unless one is named).
+
+    \b
+    Examples:
+      stm server prompts reset 1234567890
+      stm server prompts reset 1234567890 --nudge
+    """
+    both = not only_nudge and not only_description
+
+    async def go() -> ServerPrompts:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.reset_prompts(
+                server_id, nudge=both or only_nudge,
+                tool_description=both or only_description)
+
+    show_prompts(state, run(go()))
+
+
+# -- categories -------------------------------------------------------------------------
+@server.group()
+def categories() -> None:
+    """Memory categories ("label: description"); one tool field each."""
+
+
+def show_categories(state: CliState, result: ServerCategories) -> None:
+    def human(out: Console) -> None:
+        title = (f"Categories of server {result.server_id} ({result.mode} mode"
+                 + (", default" if result.is_default else "") + ")")
+        rows = [(c.position, c.label, c.slug, c.description) for c in result.categories]
+        out.print(table(title, ("#", "label", "field", "description"), rows))
+        if result.cleared_memories:
+            plain(out, f"{result.cleared_memories} server memory rows cleared "
+                       "(their fields no longer match).")
+
+    emit(state, result.to_dict(), human)
+
+
+@categories.command("show")
+@click.argument("server_id")
+@json_option
+@pass_state
+def categories_show(state: CliState, server_id: str) -> None:
+    """Show the categories (the single default "summary" when none are set).
+
+    \b
+    Examples:
+      stm server categories show 1234567890
+    """
+    async def go() -> ServerCategories:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.categories(server_id)
+
+    show_categories(state, run(go()))
+
+
+@categories.command("set")
+@click.argument("server_id")
+@click.option("--line", "lines", multiple=True, metavar='"LABEL: DESCRIPTION"',
+              help="One category (repeatable, in order).")
+@click.option("--file", "file", type=_FILE,
+              help="Read categories from a file, one 'label: description' per line.")
+@json_option
+@pass_state
+def categories_set(state: CliState, server_id: str, lines: tuple[str, ...],
+                   file: Path | None) -> None:
+    """Replace all categories (at most 5). Clears the server's shared memories.
+
+    Each category is "label: description", split at the first colon. With
+    only blank lines the single default "summary" category comes back.
+
+    \b
+    Examples:
+      stm server categories set 1234567890 --line "Goals: where the party is headed" \\
+          --line "HP/MP: health and mana of each member"
+      stm server categories set 1234567890 --file categories.txt
+    """
+    if bool(lines) == (file is not None):
+        raise click.UsageError("give --line (repeatable) or --file")
+    source: str | tuple[str, ...] = (file.read_text(encoding="utf-8") if file is not None
+                                     else lines)
+
+    async def go() -> ServerCategories:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.set_categories(server_id, source)
+
+    show_categories(state, run(go()))
+
+
+@categories.command("reset")
+@click.argument("server_id")
+@json_option
+@pass_state
+def categories_reset(state: CliState, server_id: str) -> None:
+    """Back to the single default "summary" category (clears shared memories).
+
+    \b
+    Examples:
+      stm server categories reset 1234567890
+    """
+    async def go() -> ServerCategories:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.reset_categories(server_id)
+
+    show_categories(state, run(go()))
+
+
+# -- privacy ------------------------------------------------------------------------------
+@server.group()
+def privacy() -> None:
+    """Private channels (their memories stay in them) and the bypass."""
+
+
+def show_privacy(state: CliState, result: PrivacySettings) -> None:
+    def human(out: Console) -> None:
+        channels = ", ".join(result.private_channel_ids) or "(none)"
+        plain(out, f"Server {result.server_id}")
+        plain(out, f"Private channels: {channels}")
+        plain(out, f"Privacy bypass: {on_off(result.privacy_bypass)}")
+
+    emit(state, result.to_dict(), human)
+
+
+def _privacy_command(name: str, doc: str) -> click.Command:
+    @click.argument("server_id")
+    @click.argument("channel_ids", nargs=-1)
+    @json_option
+    @pass_state
+    def command(state: CliState, server_id: str, channel_ids: tuple[str, ...]) -> None:
+        if name != "set" and not channel_ids:
+            raise click.UsageError(f"give at least one CHANNEL_ID to {name}")
+
+        async def go() -> PrivacySettings:
+            async with open_cli_store(state) as stm:
+                admin = stm.admin
+                change = {"set": admin.set_private_channels, "add": admin.add_private_channels,
+                          "remove": admin.remove_private_channels}[name]
+                return await change(server_id, channel_ids=channel_ids)
+
+        show_privacy(state, run(go()))
+
+    command.__doc__ = doc
+    return privacy.command(name)(command)
+
+
+@privacy.command("show")
+@click.argument("server_id")
+@json_option
+@pass_state
+def privacy_show(state: CliState, server_id: str) -> None:
+    """Show the private channels and whether the bypass is on.
+
+    \b
+    Examples:
+      stm server privacy show 1234567890
+    """
+    async def go() -> PrivacySettings:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.privacy(server_id)
+
+    show_privacy(state, run(go()))
+
+
+_privacy_command("set", """Replace the private channel list (no ids clears it).
+
+    \b
+    Examples:
+      stm server privacy set 1234567890 111 222
+      stm server privacy set 1234567890
+    """)
+_privacy_command("add", """Add private channels.
+
+    \b
+    Examples:
+      stm server privacy add 1234567890 333
+    """)
+_privacy_command("remove", """Remove private channels.
+
+    \b
+    Examples:
+      stm server privacy remove 1234567890 111
+    """)
+
+
+@privacy.command("bypass")
+@click.argument("server_id")
+@click.argument("state_word", metavar="on|off", type=click.Choice(["on", "off"]))
+@json_option
+@pass_state
+def privacy_bypass(state: CliState, server_id: str, state_word: str) -> None:
+    """Turn the privacy bypass on (private memories show everywhere) or off.
+
+    \b
+    Examples:
+      stm server privacy bypass 1234567890 on
+      stm server privacy bypass 1234567890 off
+    """
+    async def go() -> PrivacySettings:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.set_privacy_bypass(server_id, bypass=state_word == "on")
+
+    result = run(go())
+    if result.privacy_bypass and not state.json_output:
+        note("warning: private channels' memories now show in every channel")
+    show_privacy(state, result)
+
+
+# -- capability ----------------------------------------------------------------------------
+@server.group()
+def capability() -> None:
+    """The short-term-memory switch: the bot's own updates (tool + nudge)."""
+
+
+def show_capability(state: CliState, result: Capability) -> None:
+    def human(out: Console) -> None:
+        source = " (default)" if result.is_default else ""
+        plain(out, f"Server {result.server_id}: automatic short-term memory "
+                   f"{on_off(result.stm_enabled)}{source}")
+        if not result.stm_enabled:
+            plain(out, "The tool and the nudge are off; memories still show and can be "
+                       "edited with 'stm memory edit'.")
+
+    emit(state, result.to_dict(), human)
+
+
+@capability.command("show")
+@click.argument("server_id")
+@json_option
+@pass_state
+def capability_show(state: CliState, server_id: str) -> None:
+    """Show whether the bot manages its short-term memory on this server.
+
+    \b
+    Examples:
+      stm server capability show 1234567890
+    """
+    async def go() -> Capability:
+        async with open_cli_store(state) as stm:
+            return await stm.admin.capability(server_id)
+
+    show_capability(state, run(go()))
+
+
+def _capability_command(enabled: bool, doc: str) -> None:
+    @click.argument("server_id")
+    @json_option
+    @pass_state
+    def command(state: CliState, server_id: str) -> None:
+        async def go() -> Capability:
+            async with open_cli_store(state) as stm:
+                return await stm.admin.set_stm_enabled(server_id, enabled=enabled)
+
+        show_capability(state, run(go()))
+
+    command.__doc__ = doc
+    capability.command("on" if enabled else "off")(command)
+
+
+_capability_command(True, """Let the bot update its short-term memory (tool and nudge).
+
+    \b
+    Examples:
+      stm server capability on 1234567890
+    """)
+_capability_command(False, """Stop the bot's own updates; memories still show and stay editable.
+
+    \b
+    Examples:
+      stm server capability off 1234567890
+    """)

@@ -1,0 +1,63 @@
+"""Opening the store for one ``stm`` command."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from stm_core.cli.output import note
+from stm_core.cli.state import CliState, default_database_path
+from stm_core.store import Stm, open_store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@asynccontextmanager
+async def open_cli_store(state: CliState) -> AsyncIterator[Stm]:
+    """The store on ``--db``/``STM_DATABASE_URL``, else on the per-user default
+    SQLite file (created with its folder, and named on stderr). The schema is
+    created or upgraded on open."""
+    if state.uses_default_location:
+        path = default_database_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        note(f"using the default database {path} (set --db or STM_DATABASE_URL to change)")
+    async with open_store(state.effective_url, settings=state.settings) as stm:
+        yield stm
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for display."""
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+
+
+def sqlite_path(url: str) -> Path | None:
+    prefix = "sqlite+aiosqlite:///"
+    return Path(url[len(prefix):].split("?", 1)[0]) if url.startswith(prefix) else None
+
+
+def pass_state(func: F) -> F:
+    """Give a command the :class:`CliState` as its first argument."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(click.get_current_context().ensure_object(CliState), *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def json_option(func: F) -> F:
+    """``--json`` on a subcommand too (same as the global ``stm --json``)."""
+
+    def turn_on(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if value:
+            ctx.ensure_object(CliState).json_output = True
+
+    return click.option("--json", "json_output", is_flag=True, expose_value=False,
+                        is_eager=True, callback=turn_on,
+                        help="Print machine-readable JSON.")(func)

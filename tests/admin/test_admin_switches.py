@@ -1,0 +1,69 @@
+"""The capability switch, private channels, the privacy bypass and a user's
+cross-server opt-in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stm_core.errors import ValidationError
+from stm_core.store import Stm
+
+SERVER = "g1"
+
+
+async def test_capability_defaults_on_and_toggles(stm: Stm) -> None:
+    shown = await stm.admin.capability(SERVER)
+    assert shown.stm_enabled and shown.is_default
+    await stm.server_settings(SERVER)
+    off = await stm.admin.set_stm_enabled(SERVER, enabled=False)
+    assert not off.stm_enabled and not off.is_default
+    assert (await stm.adapter.load_server_settings(SERVER)).stm_enabled is False
+    assert not (await stm.profile_for(SERVER)).stm_enabled, "cache refreshed"
+    on = await stm.admin.set_stm_enabled(SERVER, enabled=True)
+    assert on.stm_enabled and (await stm.profile_for(SERVER)).stm_enabled
+
+
+async def test_private_channels_set_add_remove(stm: Stm) -> None:
+    assert (await stm.admin.privacy(SERVER)).private_channel_ids == ()
+    shown = await stm.admin.set_private_channels(SERVER, channel_ids=["c2", "c1"])
+    assert shown.private_channel_ids == ("c1", "c2")
+    shown = await stm.admin.add_private_channels(SERVER, channel_ids=["c3", "c1"])
+    assert shown.private_channel_ids == ("c1", "c2", "c3")
+    shown = await stm.admin.remove_private_channels(SERVER, channel_ids=["c2", "missing"])
+    assert shown.private_channel_ids == ("c1", "c3")
+    stored = await stm.adapter.load_server_settings(SERVER)
+    assert stored.private_channel_ids == {"c1", "c3"}
+    assert (await stm.profile_for(SERVER)).private_channel_ids == {"c1", "c3"}
+    assert (await stm.admin.set_private_channels(SERVER, channel_ids=[])).private_channel_ids == ()
+
+
+@pytest.mark.parametrize("ids", [[""], ["ok", "has space"], ["x" * 129], "c1"])
+async def test_bad_channel_ids_write_nothing(stm: Stm, ids: Any) -> None:
+    await stm.admin.set_private_channels(SERVER, channel_ids=["keep"])
+    with pytest.raises(ValidationError) as info:
+        await stm.admin.add_private_channels(SERVER, channel_ids=ids)
+    assert info.value.field == "channel_ids"
+    assert (await stm.admin.privacy(SERVER)).private_channel_ids == ("keep",)
+
+
+async def test_privacy_bypass(stm: Stm) -> None:
+    shown = await stm.admin.set_privacy_bypass(SERVER, bypass=True)
+    assert shown.privacy_bypass
+    assert (await stm.profile_for(SERVER)).privacy_bypass
+    assert not (await stm.admin.set_privacy_bypass(SERVER, bypass=False)).privacy_bypass
+    with pytest.raises(ValidationError):
+        await stm.admin.set_privacy_bypass(SERVER, bypass="yes")  # type: ignore[arg-type]
+
+
+async def test_user_opt_in(stm: Stm) -> None:
+    assert not (await stm.admin.user_opt_in("u1")).crossserver_opt_in
+    view = await stm.user_view("u1")
+    assert not view.prefs.crossserver_opt_in
+    assert (await stm.admin.set_user_opt_in("u1", opt_in=True)).crossserver_opt_in
+    assert (await stm.adapter.load_user_prefs("u1")).crossserver_opt_in
+    assert (await stm.user_view("u1")).prefs.crossserver_opt_in, "cache refreshed"
+    assert not (await stm.admin.set_user_opt_in("u1", opt_in=False)).crossserver_opt_in
+    with pytest.raises(ValidationError):
+        await stm.admin.set_user_opt_in("", opt_in=True)

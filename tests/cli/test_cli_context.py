@@ -1,0 +1,84 @@
+"""``stm context``: categories set from the command reach the tool schema and
+(once the counter is due) the nudge, injected where the depths say."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from stm_core.storage.records import CaptureWrite, MemoryKey
+from stm_core.store import open_store
+
+from .conftest import RunStm, ok, refused
+
+TURN = ("--server", "g1", "--channel", "c1", "--user", "u1", "--persona", "p1",
+        "--bot-name", "Tomori")
+
+
+async def bump_counter(url: str, by: int) -> None:
+    """What record_turn does after each bot turn, through the Python API."""
+    async with open_store(url, load_entrypoints=False) as stm:
+        await stm.capture([CaptureWrite(key=MemoryKey.server("g1", "c1", "p1"), messages=(),
+                                        now_ms=stm.clock.now_ms(), counter_increment=by)])
+
+
+async def test_categories_reach_schema_then_nudge(stm_cli: RunStm, db_arg: str) -> None:
+    before = ok(stm_cli("--json", "context", *TURN)).json()
+    assert before["tool_schema"]["mode"] == "summary"
+    assert before["nudge"] is None and before["memory_items"] == []
+
+    ok(stm_cli("server", "categories", "set", "g1", "--line", "Goals: where we go",
+               "--line", "HP/MP: health and mana"))
+    ctx = ok(stm_cli("--json", "context", *TURN)).json()
+    schema = ctx["tool_schema"]
+    assert schema["name"] == "update_short_term_memory" and schema["mode"] == "category"
+    assert schema["parameters"]["required"] == ["goals", "hp_mp"]
+    assert schema["parameters"]["properties"]["hp_mp"]["description"] == "health and mana"
+    assert ctx["nudge"] is None, "a fresh channel is not nudged"
+
+    ok(stm_cli("memory", "edit", "--server", "g1", "--channel", "c1", "--persona", "p1",
+               "--field", "Goals=find the exit"))
+    await bump_counter(db_arg, 5)  # the default cadence
+    ctx = ok(stm_cli("--json", "context", *TURN)).json()
+    nudge = ctx["nudge"]["text"]
+    assert "Goals, HP/MP" in nudge and "`update_short_term_memory`" in nudge
+    [same] = ctx["memory_items"]
+    assert same["kind"] == "same_channel" and "Goals: find the exit" in same["text"]
+    assert ctx["nudge_injection_depth"] == 2
+
+    # Injected before the last two dialogue turns, block first, nudge right below.
+    contents = [m["content"] for m in ctx["messages"]]
+    assert contents[-4:] == [same["text"], nudge, "The key is cold in Bob's hand; something "
+                             "stirs.", "We run for the exit!"]
+
+    human = ok(stm_cli("context", *TURN))
+    assert "Goals, HP/MP" in human.stdout and '"hp_mp"' in human.stdout
+
+
+async def test_no_tools_and_provider_gates(stm_cli: RunStm, db_arg: str) -> None:
+    await bump_counter(db_arg, 9)
+    due = ok(stm_cli("--json", "context", *TURN)).json()
+    assert due["nudge"] is not None and due["tool_schema"] is not None
+    for flag in (("--no-tools",), ("--provider", "novelai"), ("--long-term-intent",)):
+        ctx = ok(stm_cli("--json", "context", *TURN, *flag)).json()
+        assert ctx["nudge"] is None and ctx["tool_schema"] is None, flag
+    off = ok(stm_cli("server", "capability", "off", "g1"))
+    assert off.code == 0
+    ctx = ok(stm_cli("--json", "context", *TURN)).json()
+    assert ctx["nudge"] is None and ctx["tool_schema"] is None
+
+
+def test_dialogue_file(stm_cli: RunStm, tmp_path: Path) -> None:
+    dialogue = tmp_path / "chat.json"
+    dialogue.write_text(json.dumps([{"role": "user", "content": "only turn"}]),
+                        encoding="utf-8")
+    ctx = ok(stm_cli("--json", "context", *TURN, "--dialogue", str(dialogue))).json()
+    assert ctx["messages"] == [{"role": "user", "content": "only turn"}]
+    dialogue.write_text(json.dumps({"role": "user"}), encoding="utf-8")
+    assert "list of messages" in refused(stm_cli("context", *TURN, "--dialogue",
+                                                 str(dialogue)))
+
+
+def test_context_needs_a_user(stm_cli: RunStm) -> None:
+    line = refused(stm_cli("context", "--server", "g1", "--channel", "c1"))
+    assert "--user" in line
