@@ -1,0 +1,114 @@
+"""What a host would pick instead of stm, driven with the same conversation shape.
+
+* LangGraph's ``AsyncSqliteSaver``: per turn ``aput`` a checkpoint whose state
+  is the last 10 messages (langchain message objects), then ``aget_tuple``.
+  Same pragmas as stm (WAL, ``synchronous=NORMAL``).
+* The OpenAI Agents SDK's ``SQLiteSession``: per turn ``add_items`` (the user
+  message and the reply) then ``get_items(limit=10)``. SDK defaults.
+
+A peer that cannot be imported is reported as unavailable with the reason,
+never as a failure of the whole run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from bench import workload as w
+
+
+class PeerUnavailable(Exception):
+    """The peer's package is missing or broken; the message says why."""
+
+
+class LangGraphSaver:
+    name = "langgraph_async_sqlite_saver"
+
+    def __init__(self, path: str, threads: int = w.CHANNELS) -> None:
+        self.path = path
+        self.threads = threads
+        self._stack = contextlib.AsyncExitStack()
+        self._saver: Any = None
+        self._configs: dict[int, dict[str, Any]] = {}
+        self._pool: list[Any] = []
+
+    async def open(self) -> LangGraphSaver:
+        try:
+            from langchain_core.messages import AIMessage, HumanMessage
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+        except Exception as exc:  # ImportError, or a broken install
+            raise PeerUnavailable(f"langgraph-checkpoint-sqlite: {exc!r}") from exc
+        self._saver = await self._stack.enter_async_context(
+            AsyncSqliteSaver.from_conn_string(self.path))
+        await self._saver.setup()
+        await self._saver.conn.execute("PRAGMA synchronous=NORMAL")
+        self._pool = [HumanMessage(content=w.message_text(k), name=w.USER_NAME) if k % 2 == 0
+                      else AIMessage(content=w.message_text(k), name=w.BOT)
+                      for k in range(w.MESSAGES * 4)]
+        return self
+
+    def _state(self, i: int) -> list[Any]:
+        start = (i * 2) % (len(self._pool) - w.MESSAGES)
+        return self._pool[start:start + w.MESSAGES]
+
+    async def turn(self, i: int) -> None:
+        from langgraph.checkpoint.base import empty_checkpoint
+
+        thread = i % self.threads
+        config = self._configs.get(thread) or {
+            "configurable": {"thread_id": f"t{thread}", "checkpoint_ns": ""}}
+        checkpoint = empty_checkpoint()
+        version = f"{i + 1:032}"
+        checkpoint["channel_values"] = {"messages": self._state(i)}
+        checkpoint["channel_versions"] = {"messages": version}
+        new_config = await self._saver.aput(config, checkpoint,
+                                            {"source": "loop", "step": i, "parents": {}},
+                                            {"messages": version})
+        self._configs[thread] = new_config
+        got = await self._saver.aget_tuple(new_config)
+        assert got is not None
+
+    async def checkpoint(self) -> None:
+        await self._saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    async def close(self) -> None:
+        await self._stack.aclose()
+
+
+class OpenAISession:
+    name = "openai_agents_sqlite_session"
+
+    def __init__(self, path: str, threads: int = w.CHANNELS) -> None:
+        self.path = path
+        self.threads = threads
+        self._sessions: list[Any] = []
+        self._pairs: list[list[dict[str, Any]]] = []
+
+    async def open(self) -> OpenAISession:
+        try:
+            from agents import SQLiteSession
+        except Exception as exc:
+            raise PeerUnavailable(f"openai-agents: {exc!r}") from exc
+        self._sessions = [SQLiteSession(f"t{k}", self.path) for k in range(self.threads)]
+        self._pairs = [[{"role": "user", "content": w.message_text(k)},
+                        {"role": "assistant", "content": w.message_text(k + 1)}]
+                       for k in range(w.MESSAGES)]
+        return self
+
+    async def turn(self, i: int) -> None:
+        session = self._sessions[i % self.threads]
+        await session.add_items(self._pairs[i % len(self._pairs)])
+        items: Sequence[Any] = await session.get_items(limit=w.MESSAGES)
+        assert items
+
+    async def checkpoint(self) -> None:
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(self.path)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    async def close(self) -> None:
+        for session in self._sessions:
+            session.close()

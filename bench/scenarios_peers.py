@@ -1,0 +1,103 @@
+"""stm against what a host would use instead, per turn and per byte.
+
+stm's turn is what a host does each turn: ``record_turn`` then a warm
+``build_context``. The peers do their equivalent (save the conversation
+state, read it back). Ratios are peer time / stm time: above 1, stm is faster.
+Database growth is measured after every channel has been written once, with
+the WAL checkpointed before each size reading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from bench import workload as w
+from bench.config import RunConfig
+from bench.harness import interleave, ratio
+from bench.peers import LangGraphSaver, OpenAISession, PeerUnavailable
+from bench.scenarios_record import WINDOWS, Workload
+from bench.stm_side import open_bench_store
+from bench.urls import sqlite_url
+from stm_core.clock import ManualClock
+
+log = logging.getLogger("stm.bench")
+
+
+def db_bytes(path: Path) -> int:
+    """The database file plus its WAL, after a checkpoint."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    wal = path.with_name(path.name + "-wal")
+    return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+async def growth(turn: Callable[[int], Awaitable[object]], path: Path, start: int,
+                 turns: int) -> float:
+    before = db_bytes(path)
+    for i in range(start, start + turns):
+        await turn(i)
+    return (db_bytes(path) - before) / turns
+
+
+async def run(cfg: RunConfig) -> dict[str, Any]:
+    load = Workload(channels=cfg.channels)
+    clock = ManualClock(w.EPOCH_MS)
+    stm_path = cfg.workdir / "stm_peers.db"
+    peers: dict[str, Any] = {}
+    unavailable: dict[str, str] = {}
+    for key, peer in (("langgraph", LangGraphSaver(str(cfg.workdir / "langgraph.db"),
+                                                      cfg.channels)),
+                      ("openai", OpenAISession(str(cfg.workdir / "openai.db"), cfg.channels))):
+        try:
+            peers[key] = await peer.open()
+        except PeerUnavailable as exc:
+            unavailable[key] = str(exc)
+            log.warning("peer %s unavailable: %s", key, exc)
+    paths = {"langgraph": cfg.workdir / "langgraph.db", "openai": cfg.workdir / "openai.db"}
+    try:
+        async with open_bench_store(sqlite_url(stm_path), clock) as stm:
+            async def stm_turn(i: int) -> None:
+                clock.set(w.EPOCH_MS + i * 1000)
+                turn = load.turn(i)
+                await stm.record_turn(turn, load.histories[i % WINDOWS],
+                                      load.replies[i % WINDOWS])
+                await stm.build_context(turn)
+
+            scenarios: dict[str, Callable[[int], Awaitable[object]]] = {
+                "stm_host_turn_sqlite": stm_turn}
+            names = {"langgraph": "langgraph_saver_turn", "openai": "openai_session_turn"}
+            for key, peer in peers.items():
+                scenarios[names[key]] = peer.turn
+            # Every channel (thread, session) exists before anything is timed.
+            warmup = max(cfg.warmup, cfg.channels)
+            stats = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,
+                                     warmup=warmup)
+            after = warmup + cfg.rounds * cfg.turns
+            bytes_per_turn: dict[str, float | None] = {
+                "stm": round(await growth(stm_turn, stm_path, after, cfg.growth_turns), 1)}
+            for key, peer in peers.items():
+                bytes_per_turn[key] = round(
+                    await growth(peer.turn, paths[key], after, cfg.growth_turns), 1)
+            for key in unavailable:
+                bytes_per_turn[key] = None
+    finally:
+        for peer in peers.values():
+            await peer.close()
+
+    ours = stats["stm_host_turn_sqlite"]
+    result: dict[str, Any] = {
+        "vs_langgraph_saver": (ratio(stats["langgraph_saver_turn"], ours)
+                               if "langgraph" in peers else None),
+        "vs_openai_session": (ratio(stats["openai_session_turn"], ours)
+                              if "openai" in peers else None),
+        "bytes_per_turn": bytes_per_turn["stm"],
+        "bytes_per_turn_all": bytes_per_turn,
+        "peers_unavailable": unavailable,
+        "scenarios": {name: s.to_json() for name, s in stats.items()},
+    }
+    return result
