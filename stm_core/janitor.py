@@ -1,16 +1,19 @@
 """Deletes memory rows nobody touched for ``janitor_retention_days``.
 
-A run deletes in batches of ``janitor_batch_size`` and pauses
-``janitor_pause_ms`` between them, so turn writes queued meanwhile get the
-database between batches (one big ``DELETE`` would hold the SQLite write lock
-for its whole length). Afterwards the cache drops what the database no longer
-holds.
+A run deletes in batches and pauses ``janitor_pause_ms`` between them, so
+turn writes queued meanwhile get the database between batches (one big
+``DELETE`` would hold the SQLite write lock for its whole length). A batch
+holds at most ``janitor_batch_size`` rows and shrinks while batches take
+longer than ``janitor_batch_budget_ms``: how long a delete takes depends on
+how scattered the old rows are, and a turn write queued behind a batch waits
+that long. Afterwards the cache drops what the database no longer holds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,6 +23,24 @@ if TYPE_CHECKING:
     from stm_core.store import Stm
 
 log = logging.getLogger("stm.janitor")
+
+
+class BatchSizer:
+    """Halves the batch while batches run over budget, grows it back (up to
+    ``maximum``) while they take under half of it."""
+
+    MINIMUM = 10
+
+    def __init__(self, *, maximum: int, budget_s: float) -> None:
+        self.maximum = maximum
+        self.budget_s = budget_s
+        self.size = min(maximum, 100)
+
+    def observe(self, elapsed_s: float) -> None:
+        if elapsed_s > self.budget_s:
+            self.size = max(self.MINIMUM, self.size // 2)
+        elif elapsed_s < self.budget_s / 2:
+            self.size = min(self.maximum, self.size + max(1, self.size // 2))
 
 
 class Janitor:
@@ -43,10 +64,13 @@ class Janitor:
         settings = self.stm.settings
         cutoff = self.stm.clock.now_ms() - settings.retention_ms
         pause_s = settings.janitor_pause_ms / 1000
+        sizer = BatchSizer(maximum=settings.janitor_batch_size,
+                           budget_s=settings.janitor_batch_budget_ms / 1000)
         total = 0
         while True:
-            deleted = await self.stm.adapter.purge_older_than(
-                cutoff, batch_size=settings.janitor_batch_size)
+            started = time.perf_counter()
+            deleted = await self.stm.adapter.purge_older_than(cutoff, batch_size=sizer.size)
+            sizer.observe(time.perf_counter() - started)
             if deleted == 0:
                 break
             total += deleted

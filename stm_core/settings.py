@@ -20,7 +20,8 @@ STM_DATABASE_URL                                (none)  database URL for the ``s
 STM_CACHE_MAX_SERVERS                           2000    servers kept in the cache (LRU)
 STM_CACHE_MAX_USERS                             5000    users kept in the cache (LRU)
 STM_JANITOR_INTERVAL_HOURS                      24      time between janitor runs
-STM_JANITOR_BATCH_SIZE                          1000    rows deleted per janitor batch
+STM_JANITOR_BATCH_SIZE                          1000    most rows deleted per janitor batch
+STM_JANITOR_BATCH_BUDGET_MS                     3       batches shrink to stay under this long
 STM_JANITOR_PAUSE_MS                            20      pause between batches, so turns never stall
 STM_SQLITE_SYNCHRONOUS                          NORMAL  SQLite ``synchronous`` (NORMAL or FULL)
 =============================================== ======= =====================================
@@ -69,6 +70,7 @@ class Settings:
     janitor_interval_hours: float = 24.0
     janitor_batch_size: int = attrs.field(default=1000, validator=_positive)
     janitor_pause_ms: int = attrs.field(default=20, validator=_non_negative)
+    janitor_batch_budget_ms: float = 3.0
     sqlite_synchronous: str = attrs.field(default="NORMAL")
 
     @sqlite_synchronous.validator
@@ -142,6 +144,7 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_JANITOR_INTERVAL_HOURS": ("janitor_interval_hours", float),
     "STM_JANITOR_BATCH_SIZE": ("janitor_batch_size", int),
     "STM_JANITOR_PAUSE_MS": ("janitor_pause_ms", int),
+    "STM_JANITOR_BATCH_BUDGET_MS": ("janitor_batch_budget_ms", float),
     "STM_SQLITE_SYNCHRONOUS": ("sqlite_synchronous", _str),
 }
 

@@ -10,10 +10,19 @@ fails half-way for a lock.
 
 An in-memory database (``:memory:``) lives in the writer's connection, so reads
 go through the writer thread too.
+
+WAL checkpoints do not run inside the writer's commits (SQLite's automatic
+checkpoint would make the unlucky commit wait for it, tens of milliseconds on
+a large write): the writer's ``wal_autocheckpoint`` is off, and once the WAL
+file passes ``CHECKPOINT_WAL_BYTES`` a ``PASSIVE`` checkpoint runs on the reader
+thread, beside the writer. The writer then finishes the few frames added
+meanwhile when its queue is next empty, which lets SQLite reuse the WAL.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import sqlite3
 import time
@@ -32,7 +41,13 @@ from stm_plugins.sqlalchemy_storage.schema import schema_version
 from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker
 from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
 
+log = logging.getLogger("stm.storage.sqlite")
+
 BUSY_TIMEOUT_MS = 5000
+#: About SQLite's default autocheckpoint of 1000 pages of 4 KiB.
+CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
+#: Writes between two looks at the WAL file's size.
+CHECKPOINT_CHECK_EVERY = 64
 
 _HAS_VERSION_TABLE = ("SELECT 1 FROM sqlite_master WHERE type = 'table' "
                       f"AND name = '{schema_version.name}'")
@@ -76,6 +91,10 @@ def run_read_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]
         conn.execute("COMMIT")
 
 
+def passive_checkpoint(conn: sqlite3.Connection, _: object = None) -> None:
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
 def read_version(conn: sqlite3.Connection, _: object = None) -> int | None:
     if conn.execute(_HAS_VERSION_TABLE).fetchone() is None:
         return None
@@ -96,12 +115,20 @@ class SqliteAdapter(SqlStorageAdapter):
         self.target = target
         self.synchronous = settings.sqlite_synchronous.upper()
         self.writer = SqliteWorker(name="stm-sqlite-writer", label=target.label,
-                                   connect=self._connect, transactional=True)
+                                   connect=self._connect_writer, transactional=True)
         self.reader: SqliteWorker | None = None
         if target.path is not None:
             self.reader = SqliteWorker(name="stm-sqlite-reader", label=target.label,
                                        connect=self._connect, transactional=False)
         self._reads = self.reader or self.writer
+        self._writes_since_check = 0
+        self._checkpoint: asyncio.Task[Any] | None = None
+
+    def _connect_writer(self) -> sqlite3.Connection:
+        conn = self._connect()
+        if self.reader is not None:
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+        return conn
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.target.path or ":memory:", isolation_level=None,
@@ -155,6 +182,8 @@ class SqliteAdapter(SqlStorageAdapter):
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._checkpoint is not None:
+            await asyncio.wait([self._checkpoint])
         await self.writer.close()
         if self.reader is not None:
             await self.reader.close()
@@ -164,4 +193,32 @@ class SqliteAdapter(SqlStorageAdapter):
         return await self._reads.run(run_read_steps, steps)
 
     async def _write(self, steps: Sequence[Step]) -> list[Any]:
-        return await self.writer.run(run_steps, steps)
+        result = await self.writer.run(run_steps, steps)
+        self._writes_since_check += 1
+        if self._writes_since_check >= CHECKPOINT_CHECK_EVERY:
+            self._writes_since_check = 0
+            self._maybe_checkpoint()
+        return result
+
+    def _maybe_checkpoint(self) -> None:
+        """Start a passive checkpoint on the reader once the WAL has grown."""
+        if self.reader is None or self.target.path is None or (
+                self._checkpoint is not None and not self._checkpoint.done()):
+            return
+        try:
+            wal_bytes = os.stat(self.target.path + "-wal").st_size
+        except OSError:
+            return
+        if wal_bytes >= CHECKPOINT_WAL_BYTES:
+            self._checkpoint = asyncio.get_running_loop().create_task(
+                self._run_checkpoint(even_if_busy=wal_bytes >= 4 * CHECKPOINT_WAL_BYTES),
+                name="stm-sqlite-checkpoint")
+
+    async def _run_checkpoint(self, *, even_if_busy: bool) -> None:
+        assert self.reader is not None
+        try:
+            await self.reader.run(passive_checkpoint, None)
+            self.writer.request_idle_checkpoint(even_if_busy=even_if_busy)
+        except Exception:
+            # The next look at the WAL tries again; writes are unaffected.
+            log.warning("WAL checkpoint of %s failed", self.target.label, exc_info=True)

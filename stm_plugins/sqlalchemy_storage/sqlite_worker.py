@@ -66,6 +66,8 @@ class SqliteWorker:
         self._queue: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._checkpoint_due = threading.Event()
+        self._checkpoint_forced = False
         self.stats = WorkerStats()
 
     @property
@@ -125,9 +127,29 @@ class SqliteWorker:
         finally:
             conn.close()
 
+    def request_idle_checkpoint(self, *, even_if_busy: bool = False) -> None:
+        """Ask the thread for a ``PASSIVE`` checkpoint the next time its queue is
+        empty (another connection did the bulk of it; this one finishes the
+        tail, so SQLite can restart the WAL from the beginning). A writer that
+        is never idle gets it between two batches when ``even_if_busy``."""
+        self._checkpoint_forced = self._checkpoint_forced or even_if_busy
+        self._checkpoint_due.set()
+
+    def _checkpoint_if_idle(self, conn: sqlite3.Connection) -> None:
+        if not self._checkpoint_due.is_set() or (
+                not self._checkpoint_forced and not self._queue.empty()):
+            return
+        self._checkpoint_forced = False
+        self._checkpoint_due.clear()
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:
+            log.warning("idle WAL checkpoint of %s failed", self.label, exc_info=True)
+
     def _serve(self, conn: sqlite3.Connection) -> None:
         get, get_nowait = self._queue.get, self._queue.get_nowait
         while True:
+            self._checkpoint_if_idle(conn)
             item = get()
             if item is _STOP:
                 return

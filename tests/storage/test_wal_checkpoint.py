@@ -1,0 +1,58 @@
+"""The writer never checkpoints inside a commit, yet the WAL stays bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+
+from stm_core.models import CrudeMessage
+from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey
+from tests.conftest import OpenStm
+
+
+async def test_wal_is_checkpointed_beside_the_writer(open_stm: OpenStm, tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "wal.db")
+    async with open_stm(f"sqlite+aiosqlite:///{path}") as stm:
+        body = "x" * 2000
+        written = 0
+        for turn in range(1500):
+            now = stm.clock.now_ms()
+            messages = tuple(CrudeMessage(role="user", content=f"{turn}-{i}-{body}",
+                                          speaker_name="Ann", timestamp_ms=now)
+                             for i in range(10))
+            await stm.capture([CaptureWrite(key=MemoryKey.server("g", f"c{turn % 50}", "p"),
+                                            messages=messages, now_ms=now)])
+            written += 10 * len(body)
+        wal = os.stat(path + "-wal").st_size
+        # ~30 MB went through the WAL; checkpoints let SQLite reuse it.
+        assert written > 25_000_000
+        assert wal < 12_000_000
+        writer_autocheckpoint = await stm.adapter.writer.run(  # type: ignore[attr-defined]
+            lambda conn, _: conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0], None)
+        assert writer_autocheckpoint == 0
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+async def test_wal_stays_bounded_when_the_writer_is_never_idle(open_stm: OpenStm,
+                                                                tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "busy.db")
+    async with open_stm(f"sqlite+aiosqlite:///{path}") as stm:
+        body = "y" * 2000
+
+        async def channel(n: int) -> None:
+            for turn in range(40):
+                now = stm.clock.now_ms()
+                messages = tuple(CrudeMessage(role="model", content=f"{n}-{turn}-{i}-{body}",
+                                              speaker_name=None, timestamp_ms=now)
+                                 for i in range(10))
+                await stm.capture([CaptureWrite(key=MemoryKey.server("g", f"c{n}", "p"),
+                                                messages=messages, now_ms=now,
+                                                counter_increment=1)])
+
+        await asyncio.gather(*(channel(n) for n in range(50)))  # ~40 MB of writes
+        # every counter exact
+        assert os.stat(path + "-wal").st_size < 30_000_000
+        rows = await stm.adapter.list_memories(MemoryFilter(server_id="g"))
+        assert sorted(r.turns_since_refresh for r in rows) == [40] * 50
