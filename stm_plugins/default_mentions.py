@@ -14,6 +14,7 @@ identity placeholders become names taken from the turn.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
@@ -21,10 +22,23 @@ from stm_core.models import Turn
 from stm_core.plugin_types import MentionConverter
 
 _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/[\w@]+/(\d+)(?:/\d+)?")
-_USER = re.compile(r"<@!?(\d+)>")
-_CHANNEL = re.compile(r"<#(\d+)>")
-_ROLE = re.compile(r"<@&(\d+)>")
+#: ``<@id>``, ``<@!id>``, ``<#id>`` and ``<@&id>`` in one pass.
+_MENTION = re.compile(r"<(@!?|#|@&)(\d+)>")
 _IDENTITY = re.compile(r"\{\{?(bot|char|user|user_formatted|user_term)\}?\}", re.IGNORECASE)
+
+# Channel names shared by several channels, per turn (computed once per turn).
+_CLASHES: weakref.WeakKeyDictionary[Turn, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _clashing_names(turn: Turn) -> frozenset[str]:
+    clashes = _CLASHES.get(turn)
+    if clashes is None:
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for name in turn.channel_names.values():
+            (repeated if name in seen else seen).add(name)
+        clashes = _CLASHES[turn] = frozenset(repeated)
+    return clashes
 
 
 def channel_label(channel_id: str, turn: Turn) -> str | None:
@@ -32,18 +46,25 @@ def channel_label(channel_id: str, turn: Turn) -> str | None:
     if name is None:
         return None
     kind = "thread" if channel_id in turn.thread_ids else "channel"
-    clash = sum(1 for n in turn.channel_names.values() if n == name) > 1
-    suffix = f" (ID: {channel_id})" if clash else ""
+    suffix = f" (ID: {channel_id})" if name in _clashing_names(turn) else ""
     return f"the {kind} named `{name}`{suffix}"
+
+
+def _mention(match: re.Match[str], turn: Turn) -> str:
+    sigil, ident = match.group(1), match.group(2)
+    if sigil == "#":
+        return channel_label(ident, turn) or match.group(0)
+    if sigil == "@&":
+        role = turn.role_names.get(ident)
+        return "@" + role if role is not None else match.group(0)
+    return turn.user_names.get(ident, match.group(0))
 
 
 def convert_mentions(text: str, turn: Turn) -> str:
     if "<" in text or "discord" in text:
-        text = _LINK.sub(lambda m: f"<#{m.group(1)}>", text)
-        text = _USER.sub(lambda m: turn.user_names.get(m.group(1), m.group(0)), text)
-        text = _CHANNEL.sub(lambda m: channel_label(m.group(1), turn) or m.group(0), text)
-        text = _ROLE.sub(lambda m: "@" + turn.role_names[m.group(1)]
-                         if m.group(1) in turn.role_names else m.group(0), text)
+        if "discord" in text:
+            text = _LINK.sub(lambda m: f"<#{m.group(1)}>", text)
+        text = _MENTION.sub(lambda m: _mention(m, turn), text)
     if "{" in text:
         def identity(m: re.Match[str]) -> str:
             token = m.group(0)
