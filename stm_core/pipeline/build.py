@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from stm_core.expiry import is_expired
 from stm_core.models import ContextItem, StmContext, Turn
 from stm_core.pipeline.crossserver import fold_other_servers
 from stm_core.pipeline.depth import resolve_memory_depth
@@ -86,18 +87,23 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
         record = await stm.live_record(live_key(turn, user_id))
         same = render_same_channel(turn, profile, record, now, crude_ttl_ms=crude_ttl,
                                    summary_ttl_ms=summary_ttl)
-        if same is not None and record is not None:
+        if same is not None:
             items.append(ContextItem(text=convert_mentions(same, turn, converters),
                                      kind="same_channel"))
-            if newest is None or record.updated_at_ms > newest:
-                newest = record.updated_at_ms
+        # The live row counts even when it holds raw lines only: every bot turn
+        # refreshes it, so freshness tracks the last turn the bot took part in.
+        if record is not None and not is_expired(record, now, crude_ttl_ms=crude_ttl,
+                                                 summary_ttl_ms=summary_ttl):
+            newest = max(newest or 0, record.updated_at_ms)
         nudge = nudge_text(stm, turn, profile, record)
         if nudge is not None:
             nudge_item = ContextItem(text=convert_mentions(nudge, turn, converters),
                                      kind="nudge")
-        # Freshness is only computed inside the tools branch (reference §6).
-        depth = resolve_memory_depth(depth, newest, now, window_ms=env.fresh_window_ms,
-                                     fresh_depth=env.fresh_injection_depth)
+        # Freshness is only computed inside the tools branch (reference §6), and
+        # only matters when there is a block to move.
+        if items:
+            depth = resolve_memory_depth(depth, newest, now, window_ms=env.fresh_window_ms,
+                                         fresh_depth=env.fresh_injection_depth)
 
     return StmContext(memory_items=tuple(items), nudge_item=nudge_item,
                       nudge_injection_depth=profile.nudge_injection_depth,

@@ -76,6 +76,20 @@ async def test_hidden_memories_do_not_make_the_block_fresh(stm: Stm,
     assert ctx.memory_injection_depth == -1
 
 
+async def test_the_current_channels_raw_lines_keep_the_block_fresh(
+        stm: Stm, clock: ManualClock) -> None:
+    # Freshness tracks the last turn the bot took part in (spec, Freshness):
+    # the live row counts even though only its raw lines exist.
+    await write(stm, server_key(ART), summary="old news")
+    clock.advance(hours=3)
+    await capture(stm, server_key(QUEST), ("user", "Alice", "still here"))
+    ctx = await stm.build_context(make_turn())
+    assert [item.kind for item in ctx.memory_items] == ["other_channels"]
+    assert ctx.memory_injection_depth == 2
+    clock.advance(minutes=61)
+    assert (await stm.build_context(make_turn())).memory_injection_depth == -1
+
+
 async def test_nothing_rendered_is_never_fresh(stm: Stm) -> None:
     # The current channel has raw lines only: nothing is rendered for it.
     await capture(stm, server_key(QUEST), ("user", "Alice", "hello"))
