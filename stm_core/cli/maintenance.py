@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from stm_core.cli.output import console, emit, plain, table
-from stm_core.cli.session import json_option, open_cli_store, pass_state, redact_url
+from stm_core.cli.session import json_option, open_cli_store, pass_state, redact_url, with_admin
 from stm_core.cli.state import CliState, run
 from stm_core.errors import ValidationError
 
@@ -137,11 +137,8 @@ def export(state: CliState, server_id: str, output: Path | None) -> None:
       stm config export 1234567890
       stm config export 1234567890 -o server.json
     """
-    async def go() -> dict[str, Any]:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.export_config(server_id)
-
-    text = json.dumps(run(go()), indent=2, ensure_ascii=False) + "\n"
+    exported = with_admin(state, lambda admin: admin.export_config(server_id))
+    text = json.dumps(exported, indent=2, ensure_ascii=False) + "\n"
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -171,11 +168,7 @@ def import_(state: CliState, server_id: str, file: Path) -> None:
         raise ValidationError(f"{file}: not valid JSON ({exc})", field="file",
                               allowed="a file written by 'stm config export'") from None
 
-    async def go() -> dict[str, Any]:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.import_config(server_id, data)
-
-    result = run(go())
+    result = with_admin(state, lambda admin: admin.import_config(server_id, data))
     emit(state, result, lambda out: plain(
         out, f"Imported {file} into server {server_id}: "
              f"{len(result['categories']) or 'default'} categories, "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from stm_core.cli.output import emit, heading, note, plain, table, timestamp
-from stm_core.cli.session import json_option, open_cli_store, pass_state
+from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
@@ -203,8 +203,5 @@ def clear_channel(state: CliState, channel_id: str) -> None:
     Examples:
       stm memory clear-channel 555
     """
-    async def go() -> ClearResult:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.clear_channel(channel_id)
-
-    show_cleared(state, run(go()), f"channel {channel_id}")
+    cleared = with_admin(state, lambda admin: admin.clear_channel(channel_id))
+    show_cleared(state, cleared, f"channel {channel_id}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from stm_core.cli.output import emit, heading, note, on_off, plain, table
-from stm_core.cli.session import json_option, open_cli_store, pass_state
+from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
@@ -57,11 +57,7 @@ def params_show(state: CliState, server_id: str) -> None:
       stm server params show 1234567890
       stm --json server params show 1234567890
     """
-    async def go() -> ServerParams:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.server_params(server_id)
-
-    show_params(state, run(go()))
+    show_params(state, with_admin(state, lambda admin: admin.server_params(server_id)))
 
 
 @params.command("set")
@@ -89,15 +85,11 @@ def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
       stm server params set 1234567890 --render-mode supersede --nudge-depth 0
       stm server params set 1234567890 --content-depth -1
     """
-    async def go() -> ServerParams:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.set_server_params(
-                server_id, refresh_cadence=refresh_cadence, render_mode=render_mode,
-                crude_message_count=crude_message_count,
-                nudge_injection_depth=nudge_injection_depth,
-                content_injection_depth=content_injection_depth)
-
-    show_params(state, run(go()))
+    show_params(state, with_admin(state, lambda admin: admin.set_server_params(
+        server_id, refresh_cadence=refresh_cadence, render_mode=render_mode,
+        crude_message_count=crude_message_count,
+        nudge_injection_depth=nudge_injection_depth,
+        content_injection_depth=content_injection_depth)))
 
 
 @params.command("reset")
@@ -114,11 +106,8 @@ def params_reset(state: CliState, server_id: str, names: tuple[str, ...]) -> Non
       stm server params reset 1234567890
       stm server params reset 1234567890 --only nudge_injection_depth
     """
-    async def go() -> ServerParams:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.reset_server_params(server_id, names=names or None)
-
-    show_params(state, run(go()))
+    show_params(state, with_admin(
+        state, lambda admin: admin.reset_server_params(server_id, names=names or None)))
 
 
 # -- prompts ------------------------------------------------------------------------
@@ -158,11 +147,7 @@ def prompts_show(state: CliState, server_id: str) -> None:
     Examples:
       stm server prompts show 1234567890
     """
-    async def go() -> ServerPrompts:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.prompts(server_id)
-
-    show_prompts(state, run(go()))
+    show_prompts(state, with_admin(state, lambda admin: admin.prompts(server_id)))
 
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -195,12 +180,8 @@ def prompts_set(state: CliState, server_id: str, nudge: str | None, nudge_file: 
         raise click.UsageError("give --nudge/--nudge-file and/or "
                                "--tool-description/--tool-description-file")
 
-    async def go() -> ServerPrompts:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.set_prompts(server_id, nudge=nudge_text,
-                                               tool_description=description)
-
-    show_prompts(state, run(go()))
+    show_prompts(state, with_admin(state, lambda admin: admin.set_prompts(
+        server_id, nudge=nudge_text, tool_description=description)))
 
 
 @prompts.command("reset")
@@ -221,13 +202,9 @@ def prompts_reset(state: CliState, server_id: str, only_nudge: bool,
     """
     both = not only_nudge and not only_description
 
-    async def go() -> ServerPrompts:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.reset_prompts(
-                server_id, nudge=both or only_nudge,
-                tool_description=both or only_description)
-
-    show_prompts(state, run(go()))
+    show_prompts(state, with_admin(state, lambda admin: admin.reset_prompts(
+            server_id, nudge=both or only_nudge,
+            tool_description=both or only_description)))
 
 
 # -- categories -------------------------------------------------------------------------
@@ -260,11 +237,7 @@ def categories_show(state: CliState, server_id: str) -> None:
     Examples:
       stm server categories show 1234567890
     """
-    async def go() -> ServerCategories:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.categories(server_id)
-
-    show_categories(state, run(go()))
+    show_categories(state, with_admin(state, lambda admin: admin.categories(server_id)))
 
 
 @categories.command("set")
@@ -293,11 +266,7 @@ def categories_set(state: CliState, server_id: str, lines: tuple[str, ...],
     source: str | tuple[str, ...] = (file.read_text(encoding="utf-8") if file is not None
                                      else lines)
 
-    async def go() -> ServerCategories:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.set_categories(server_id, source)
-
-    show_categories(state, run(go()))
+    show_categories(state, with_admin(state, lambda admin: admin.set_categories(server_id, source)))
 
 
 @categories.command("reset")
@@ -311,11 +280,7 @@ def categories_reset(state: CliState, server_id: str) -> None:
     Examples:
       stm server categories reset 1234567890
     """
-    async def go() -> ServerCategories:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.reset_categories(server_id)
-
-    show_categories(state, run(go()))
+    show_categories(state, with_admin(state, lambda admin: admin.reset_categories(server_id)))
 
 
 # -- privacy ------------------------------------------------------------------------------
@@ -367,11 +332,7 @@ def privacy_show(state: CliState, server_id: str) -> None:
     Examples:
       stm server privacy show 1234567890
     """
-    async def go() -> PrivacySettings:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.privacy(server_id)
-
-    show_privacy(state, run(go()))
+    show_privacy(state, with_admin(state, lambda admin: admin.privacy(server_id)))
 
 
 _privacy_command("set", """Replace the private channel list (no ids clears it).
@@ -408,11 +369,8 @@ def privacy_bypass(state: CliState, server_id: str, state_word: str) -> None:
       stm server privacy bypass 1234567890 on
       stm server privacy bypass 1234567890 off
     """
-    async def go() -> PrivacySettings:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.set_privacy_bypass(server_id, bypass=state_word == "on")
-
-    result = run(go())
+    result = with_admin(state, lambda admin: admin.set_privacy_bypass(
+        server_id, bypass=state_word == "on"))
     if result.privacy_bypass and not state.json_output:
         note("warning: private channels' memories now show in every channel")
     show_privacy(state, result)
@@ -447,11 +405,7 @@ def capability_show(state: CliState, server_id: str) -> None:
     Examples:
       stm server capability show 1234567890
     """
-    async def go() -> Capability:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.capability(server_id)
-
-    show_capability(state, run(go()))
+    show_capability(state, with_admin(state, lambda admin: admin.capability(server_id)))
 
 
 def _capability_command(enabled: bool, doc: str) -> None:
@@ -459,11 +413,8 @@ def _capability_command(enabled: bool, doc: str) -> None:
     @json_option
     @pass_state
     def command(state: CliState, server_id: str) -> None:
-        async def go() -> Capability:
-            async with open_cli_store(state) as stm:
-                return await stm.admin.set_stm_enabled(server_id, enabled=enabled)
-
-        show_capability(state, run(go()))
+        show_capability(state, with_admin(
+            state, lambda admin: admin.set_stm_enabled(server_id, enabled=enabled)))
 
     command.__doc__ = doc
     capability.command("on" if enabled else "off")(command)

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from stm_core.cli.output import note
-from stm_core.cli.state import CliState, default_database_path
+from stm_core.cli.state import CliState, default_database_path, run
 from stm_core.store import Stm, open_store
 
+if TYPE_CHECKING:
+    from stm_core.admin import Admin
+
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -29,6 +33,16 @@ async def open_cli_store(state: CliState) -> AsyncIterator[Stm]:
         note(f"using the default database {path} (set --db or STM_DATABASE_URL to change)")
     async with open_store(state.effective_url, settings=state.settings) as stm:
         yield stm
+
+
+def with_admin(state: CliState, call: Callable[[Admin], Awaitable[T]]) -> T:
+    """Open the store, make one admin call, close the store."""
+
+    async def go() -> T:
+        async with open_cli_store(state) as stm:
+            return await call(stm.admin)
+
+    return run(go())
 
 
 def redact_url(url: str) -> str:

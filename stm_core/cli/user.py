@@ -8,11 +8,11 @@ import click
 
 from stm_core.cli.memory import show_cleared
 from stm_core.cli.output import emit, on_off, plain
-from stm_core.cli.session import json_option, open_cli_store, pass_state
+from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
-    from stm_core.admin.values import ClearResult, UserOptIn
+    from stm_core.admin.values import UserOptIn
 
 
 @click.group()
@@ -63,8 +63,5 @@ def clear(state: CliState, user_id: str) -> None:
     Examples:
       stm user clear 42
     """
-    async def go() -> ClearResult:
-        async with open_cli_store(state) as stm:
-            return await stm.admin.clear_user(user_id)
-
-    show_cleared(state, run(go()), f"user {user_id}")
+    cleared = with_admin(state, lambda admin: admin.clear_user(user_id))
+    show_cleared(state, cleared, f"user {user_id}")
