@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test demo lint typecheck bench bench-quick clean
+.PHONY: test demo lint typecheck bench bench-quick reliability clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "stm needs Python 3.11+")'
@@ -36,6 +36,17 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench --quick
+
+## Long reliability runs (see docs/reliability.md): 120 SIGKILLs per database,
+## 10x the state-machine, fuzzing and privacy cases; needs STM_TEST_POSTGRES_URL.
+## The figures of the run go to build/reliability-figures.json.
+reliability: $(STAMP)
+	mkdir -p build
+	rm -f build/reliability-figures.json
+	STM_RELIABILITY_SCALE=full STM_REQUIRE_POSTGRES=1 \
+	STM_RELIABILITY_FIGURES=build/reliability-figures.json \
+	$(BIN)/python -m pytest tests/reliability -q
+	cat build/reliability-figures.json
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -13,6 +13,7 @@ from hookspecs.gates import ToolGateSpecs
 from hookspecs.macros import MacroSpecs
 from hookspecs.markers import PROJECT_NAME, hookimpl, hookspec
 from hookspecs.mentions import MentionSpecs
+from hookspecs.permissions import PermissionSpecs
 from hookspecs.phrasing import PhrasingSpecs
 from hookspecs.render import RenderSpecs
 from hookspecs.storage import StorageSpecs
@@ -30,6 +31,7 @@ SPEC_CLASSES: tuple[type, ...] = (
     VisibilitySpecs,
     ToolSchemaSpecs,
     AnnotationSpecs,
+    PermissionSpecs,
 )
 
 __all__ = ["PROJECT_NAME", "SPEC_CLASSES", "hookimpl", "hookspec"]

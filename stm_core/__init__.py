@@ -36,6 +36,8 @@ from stm_core.models import (
     Turn,
 )
 from stm_core.plugin_types import (
+    Actor,
+    AdminAction,
     OtherChannelParts,
     RenderMode,
     StorageAdapterSpec,
@@ -53,6 +55,8 @@ __all__ = [
     "DIALOGUE_SAMPLE",
     "STM_TAG",
     "TOOL_NAME",
+    "Actor",
+    "AdminAction",
     "Clock",
     "ConfigurationError",
     "ContextItem",

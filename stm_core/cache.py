@@ -7,7 +7,11 @@ Rules (DESIGN, Storage):
 * a row replaces a cached one only if its ``rev`` is not older, so writes that
   finish out of order cannot roll the cache back;
 * every map is an LRU with a configured bound, so memory stays flat however
-  many servers, users and channels are touched.
+  many servers, users and channels are touched;
+* with several processes on one database, other processes' writes arrive as
+  change notices (:mod:`stm_core.invalidation`); a safety expiry reloads views
+  older than a maximum age, and a notice that drops a view bumps ``epoch`` so
+  a load that was already running does not install what it read before.
 
 Views are per server (settings; server-scope memories) and per user (prefs;
 user-scope memories), because that is what one turn reads.
@@ -16,7 +20,7 @@ user-scope memories), because that is what one turn reads.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 import attrs
@@ -28,19 +32,45 @@ V = TypeVar("V")
 
 
 class LRU(Generic[K, V]):
-    """A dict bounded to ``maxsize`` entries; reads refresh recency."""
+    """A dict bounded to ``maxsize`` entries; reads refresh recency.
+
+    With a maximum age (:meth:`expire_after`), :meth:`get` treats an entry
+    stored longer ago than that as missing and drops it.
+    """
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
         self._data: OrderedDict[K, V] = OrderedDict()
         self.evictions = 0
+        self.expired = 0
+        self._max_age_ms: int | None = None
+        self._now_ms: Callable[[], int] | None = None
+        self._stored_at: dict[K, int] = {}
+
+    def expire_after(self, max_age_ms: int | None, now_ms: Callable[[], int]) -> None:
+        self._max_age_ms = max_age_ms
+        self._now_ms = now_ms
+        self._stored_at.clear()
+        if max_age_ms is not None:
+            now = now_ms()
+            self._stored_at.update(dict.fromkeys(self._data, now))
 
     def get(self, key: K) -> V | None:
         data = self._data
         value = data.get(key)
         if value is not None:
+            if self._max_age_ms is not None and self._too_old(key):
+                return None
             data.move_to_end(key)
         return value
+
+    def _too_old(self, key: K) -> bool:
+        assert self._now_ms is not None and self._max_age_ms is not None
+        if self._now_ms() - self._stored_at.get(key, 0) <= self._max_age_ms:
+            return False
+        self.pop(key)
+        self.expired += 1
+        return True
 
     def peek(self, key: K) -> V | None:
         return self._data.get(key)
@@ -49,15 +79,21 @@ class LRU(Generic[K, V]):
         data = self._data
         data[key] = value
         data.move_to_end(key)
+        if self._max_age_ms is not None:
+            assert self._now_ms is not None
+            self._stored_at[key] = self._now_ms()
         if len(data) > self.maxsize:
-            data.popitem(last=False)
+            oldest, _ = data.popitem(last=False)
+            self._stored_at.pop(oldest, None)
             self.evictions += 1
 
     def pop(self, key: K) -> V | None:
+        self._stored_at.pop(key, None)
         return self._data.pop(key, None)
 
     def clear(self) -> None:
         self._data.clear()
+        self._stored_at.clear()
 
     def __len__(self) -> int:
         return len(self._data)
@@ -105,6 +141,9 @@ class CacheStats:
     loads: int = 0
     stores: int = 0
     invalidations: int = 0
+    #: Change notices from other processes applied, and whole-cache drops.
+    remote_changes: int = 0
+    flushes: int = 0
 
     @property
     def hit_rate(self) -> str:
@@ -123,6 +162,14 @@ class MemoryCache:
         # Views being loaded: writes that commit meanwhile are replayed onto
         # the loaded view before it is installed, so a load never hides them.
         self._loading: dict[tuple[str, str], list[MemoryRecord | MemoryKey]] = {}
+        #: Moves whenever views are dropped for being possibly stale; a load
+        #: that started under an older epoch returns its value uncached.
+        self.epoch = 0
+
+    def expire_after(self, max_age_ms: int | None, now_ms: Callable[[], int]) -> None:
+        """Reload views older than ``max_age_ms`` (``None``: never)."""
+        for lru in (self.settings, self.servers, self.users):
+            lru.expire_after(max_age_ms, now_ms)
 
     @staticmethod
     def _scope_of(key: MemoryKey) -> tuple[str, str]:
@@ -181,10 +228,41 @@ class MemoryCache:
         if user is not None:
             user.prefs = prefs
 
+    def cached_record(self, key: MemoryKey) -> MemoryRecord | None:
+        view = self._view_for(key)
+        return view.records.get(key) if view is not None else None
+
+    def holds_scope(self, key: MemoryKey) -> bool:
+        """A cached or loading view would show ``key``'s row."""
+        return self._view_for(key) is not None or self._scope_of(key) in self._loading
+
+    def drop_scopes(self, keys: Iterable[MemoryKey]) -> None:
+        """Drop the views holding ``keys`` (their rows' state is unknown: a
+        write failed without saying whether it committed, or another process
+        changed them); they reload from the database on next use."""
+        for key in keys:
+            if key.scope_kind == "server":
+                self.servers.pop(key.server_id)
+            else:
+                self.users.pop(key.user_id)
+        self.epoch += 1
+        self.stats.invalidations += 1
+
+    def drop_settings(self, server_id: str) -> None:
+        self.settings.pop(server_id)
+        self.epoch += 1
+        self.stats.invalidations += 1
+
+    def drop_user(self, user_id: str) -> None:
+        self.users.pop(user_id)
+        self.epoch += 1
+        self.stats.invalidations += 1
+
     def clear(self) -> None:
         self.settings.clear()
         self.servers.clear()
         self.users.clear()
+        self.epoch += 1
         self.stats.invalidations += 1
 
     def size(self) -> int:

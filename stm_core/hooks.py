@@ -4,6 +4,10 @@ Nothing else touches ``pm.hook``. Registration-style hooks are called once per
 plugin set; per-provider answers are memoized per argument tuple. Everything is
 recomputed when the plugin manager's ``generation`` moves, so the per-turn
 path costs dictionary lookups, not hook calls.
+
+An exception raised inside a plugin's hook propagates as it is (``build_context``
+catches everything and returns its fallback); only the admin permission hook
+turns one into a :class:`PluginError`, so a broken policy refuses the call.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from typing import Any, TypeVar, cast
 
 from stm_core.errors import PluginError, UnknownDatabaseURL
 from stm_core.plugin_types import (
+    Actor,
+    AdminAction,
     MentionConverter,
     RenderMode,
     StorageAdapterSpec,
@@ -49,6 +55,19 @@ class Hooks:
     @property
     def generation(self) -> int:
         return self.pm.generation
+
+    def _call_or_refuse(self, hook_name: str, **kwargs: Any) -> Any:
+        """Call a hook; a plugin's exception becomes a PluginError naming it."""
+        caller = getattr(self.pm.hook, hook_name)
+        try:
+            return caller(**kwargs)
+        except PluginError:
+            raise
+        except Exception as exc:
+            culprit = _culprit(caller.get_hookimpls(), exc)
+            who = f"plugin {culprit!r}" if culprit else "a plugin"
+            raise PluginError(f"{who} failed in {hook_name}: "
+                              f"{type(exc).__name__}: {exc}") from exc
 
     def _owners(self, hook_name: str, matches: Callable[[Any], bool]) -> list[str]:
         """Names of the plugins whose answer to a registration hook matches."""
@@ -162,6 +181,24 @@ class Hooks:
                                   f"{DEFAULT_TOOL_FORMAT!r} format registered")
             return formats[DEFAULT_TOOL_FORMAT]
         return self._cached(("toolformat", provider), compute)
+
+    # -- admin permissions ---------------------------------------------------------
+    def admin_allowed(self, actor: Actor, action: AdminAction) -> bool:
+        """The permission policies' decision (no answer allows: a host that
+        removed the built-in policy chose to check nothing)."""
+        answer = self._call_or_refuse("stm_admin_permission", actor=actor, action=action)
+        return answer is not False
+
+
+def _culprit(impls: Iterable[Any], exc: BaseException) -> str | None:
+    """The plugin whose hook function appears deepest in the traceback."""
+    codes = {getattr(impl.function, "__code__", None): impl.plugin_name for impl in impls}
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        found = codes.get(tb.tb_frame.f_code, found)
+        tb = tb.tb_next
+    return found
 
 
 def _has_key(key_of: Callable[[Any], Iterable[str]], key: str) -> Callable[[Any], bool]:

@@ -131,3 +131,34 @@ class VisibilityPolicy(Protocol):
     """
 
     def __call__(self, entry: MemoryRecord, ctx: VisibilityContext) -> bool | None: ...
+
+
+@attrs.frozen(kw_only=True)
+class Actor:
+    """Who is calling an admin method, as the host states it.
+
+    ``can_manage`` is the host's answer to "may this person manage the place
+    the action concerns?" (on Discord: the Manage Server permission in that
+    guild). stm never looks permissions up itself.
+    """
+
+    user_id: str
+    can_manage: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class AdminAction:
+    """One admin call a permission policy decides on.
+
+    ``scope`` says whose data it touches: ``"server"`` (a server's settings or
+    its shared memory; ``server_id`` set), ``"channel"`` (every row of a
+    channel) or ``"user"`` (one user's own data: preferences, their own rows,
+    a direct-message memory; ``user_id`` set).
+    """
+
+    name: str
+    writes: bool
+    scope: str
+    server_id: str | None = None
+    channel_id: str | None = None
+    user_id: str | None = None

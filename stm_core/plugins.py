@@ -65,6 +65,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "stm_plugins.privacy",
     "stm_plugins.tool_formats",
     "stm_plugins.default_annotations",
+    "stm_plugins.default_permissions",
 )
 
 STM_DISTRIBUTION = "stm"

@@ -24,6 +24,10 @@ STM_JANITOR_BATCH_SIZE                          1000    most rows deleted per ja
 STM_JANITOR_BATCH_BUDGET_MS                     3       batches shrink to stay under this long
 STM_JANITOR_PAUSE_MS                            20      pause between batches, so turns never stall
 STM_SQLITE_SYNCHRONOUS                          NORMAL  SQLite ``synchronous`` (NORMAL or FULL)
+STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce writes, hear others'
+STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
+STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
+STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
 =============================================== ======= =====================================
 """
 
@@ -38,6 +42,8 @@ import attrs
 from stm_core.errors import ConfigurationError
 
 HOUR_MS = 3_600_000
+#: Safety expiry of cached views while a cross-process listener runs.
+DEFAULT_LISTENING_MAX_AGE_MS = 300_000
 MINUTE_MS = 60_000
 DAY_MS = 86_400_000
 
@@ -72,6 +78,26 @@ class Settings:
     janitor_pause_ms: int = attrs.field(default=20, validator=_non_negative)
     janitor_batch_budget_ms: float = 3.0
     sqlite_synchronous: str = attrs.field(default="NORMAL")
+    #: On PostgreSQL, every write NOTIFYs what it changed and the store LISTENs
+    #: for other processes' writes (several processes share one database).
+    cross_process_invalidation: bool = True
+    #: Cached views older than this are reloaded. ``None``: 300 s while a
+    #: listener runs, never otherwise (a single process needs no expiry).
+    cache_max_age_seconds: float | None = attrs.field(default=None)
+    listener_check_seconds: float = attrs.field(default=5.0)
+    db_timeout_seconds: float = attrs.field(default=10.0)
+
+    @cache_max_age_seconds.validator
+    def _check_max_age(self, attribute: attrs.Attribute[Any], value: float | None) -> None:
+        if value is not None and value <= 0:
+            raise ConfigurationError(
+                f"STM_CACHE_MAX_AGE_SECONDS must be more than 0, got {value}")
+
+    @listener_check_seconds.validator
+    @db_timeout_seconds.validator
+    def _check_seconds(self, attribute: attrs.Attribute[Any], value: float) -> None:
+        if value <= 0:
+            raise ConfigurationError(f"{attribute.name} must be more than 0, got {value}")
 
     @sqlite_synchronous.validator
     def _check_sync(self, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -98,6 +124,12 @@ class Settings:
     @property
     def retention_ms(self) -> int:
         return int(self.janitor_retention_days * DAY_MS)
+
+    def cache_max_age_ms(self, *, listening: bool) -> int | None:
+        """How old a cached view may get, or ``None`` for no limit."""
+        if self.cache_max_age_seconds is not None:
+            return int(self.cache_max_age_seconds * 1000)
+        return DEFAULT_LISTENING_MAX_AGE_MS if listening else None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -127,6 +159,18 @@ def _str(raw: str) -> str:
     return raw
 
 
+def _flag(raw: str) -> bool:
+    value = raw.lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(raw)
+
+
+_flag.__name__ = "flag (1 or 0)"
+
+
 ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT": ("default_crude_message_count", int),
     "SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS": ("max_other_channels", int),
@@ -146,6 +190,10 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_JANITOR_PAUSE_MS": ("janitor_pause_ms", int),
     "STM_JANITOR_BATCH_BUDGET_MS": ("janitor_batch_budget_ms", float),
     "STM_SQLITE_SYNCHRONOUS": ("sqlite_synchronous", _str),
+    "STM_CROSS_PROCESS_INVALIDATION": ("cross_process_invalidation", _flag),
+    "STM_CACHE_MAX_AGE_SECONDS": ("cache_max_age_seconds", float),
+    "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
+    "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
 }
 
 #: Ranges of the per-server parameters (admin API, CLI, import all enforce them).

@@ -10,7 +10,10 @@ Per turn a host calls four things::
         await stm.record_turn(turn, history, responses)  # after the reply
 
 Reads come from the cache (a warm turn makes no database call); writes go to
-the database first and reach the cache only from the committed rows.
+the database first and reach the cache only from the committed rows. A write
+that fails drops the cached views it touched, since it may have committed
+before the failure was seen. With several processes on one PostgreSQL
+database, each store listens for the others' writes (:mod:`stm_core.invalidation`).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from stm_core.storage.records import (
 
 if TYPE_CHECKING:
     from stm_core.admin import Admin
+    from stm_core.invalidation import InvalidationListener
     from stm_core.janitor import Janitor
 
 log = logging.getLogger("stm.store")
@@ -82,15 +86,39 @@ class Stm:
         self._inflight: dict[tuple[str, str], asyncio.Future[Any]] = {}
         self._admin: Admin | None = None
         self._janitor: Janitor | None = None
+        #: Hears other processes' writes (PostgreSQL); ``None`` when alone.
+        self.listener: InvalidationListener | None = None
+        self.cache.expire_after(self.settings.cache_max_age_ms(listening=False),
+                                self.clock.now_ms)
 
     # -- lifecycle -----------------------------------------------------------
     async def setup(self) -> SchemaStatus:
         self.schema_status = await self.adapter.setup()
         return self.schema_status
 
+    async def start_listening(self) -> None:
+        """Follow other processes' writes, when the adapter announces them.
+
+        Does not wait for the database: a listener that cannot connect yet
+        keeps trying in the background.
+        """
+        from stm_core.invalidation import InvalidationListener
+        from stm_core.storage.protocol import ChangeFeed
+
+        adapter = self.adapter
+        if (self.listener is not None or not isinstance(adapter, ChangeFeed)
+                or not adapter.announces_changes):
+            return
+        self.listener = InvalidationListener(self, adapter)
+        self.cache.expire_after(self.settings.cache_max_age_ms(listening=True),
+                                self.clock.now_ms)
+        await self.listener.start()
+
     async def aclose(self) -> None:
         if self._janitor is not None:
             await self._janitor.stop()
+        if self.listener is not None:
+            await self.listener.stop()
         await self.adapter.aclose()
 
     # -- the four per-turn calls ---------------------------------------------------
@@ -188,8 +216,10 @@ class Stm:
 
         async def load() -> ServerSettings:
             self.cache.stats.misses += 1
+            epoch = self.cache.epoch
             value = await self.adapter.load_server_settings(server_id)
-            self.cache.put_settings(value)
+            if self.cache.epoch == epoch:
+                self.cache.put_settings(value)
             return value
 
         return await self._single_flight(("settings", server_id), load)
@@ -211,6 +241,7 @@ class Stm:
 
         async def load() -> MemoryView:
             self.cache.stats.misses += 1
+            epoch = self.cache.epoch
             self.cache.begin_load("server", server_id)
             view: MemoryView | None = None
             try:
@@ -219,7 +250,8 @@ class Stm:
                 view = MemoryView(records={r.key: r for r in rows})
             finally:
                 self.cache.end_load("server", server_id, view)
-            self.cache.servers.put(server_id, view)
+            if self.cache.epoch == epoch:
+                self.cache.servers.put(server_id, view)
             return view
 
         return await self._single_flight(("server", server_id), load)
@@ -232,6 +264,7 @@ class Stm:
 
         async def load() -> UserView:
             self.cache.stats.misses += 1
+            epoch = self.cache.epoch
             self.cache.begin_load("user", user_id)
             memories: MemoryView | None = None
             try:
@@ -242,7 +275,8 @@ class Stm:
             finally:
                 self.cache.end_load("user", user_id, memories)
             view = UserView(prefs=prefs, memories=memories)
-            self.cache.users.put(user_id, view)
+            if self.cache.epoch == epoch:
+                self.cache.users.put(user_id, view)
             return view
 
         return await self._single_flight(("user", user_id), load)
@@ -264,30 +298,39 @@ class Stm:
 
     # -- writes: database first, then the cache from what it returned ----------------
     async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
-        return await self._write_through(self.adapter.capture(writes))
+        return await self._write_through(self.adapter.capture(writes), [w.key for w in writes])
 
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
-        return await self._write_through(self.adapter.write_memory(writes))
+        return await self._write_through(self.adapter.write_memory(writes),
+                                         [w.key for w in writes])
 
-    async def _write_through(
-            self, write: Coroutine[Any, Any, list[MemoryRecord]]) -> list[MemoryRecord]:
+    async def _write_through(self, write: Coroutine[Any, Any, list[MemoryRecord]],
+                             keys: Sequence[MemoryKey]) -> list[MemoryRecord]:
         """Commit, then mirror the committed rows into the cache.
 
         A caller cancelled while its write is queued does not cancel the write
         (it may already be committing); the rows still reach the cache when it
-        finishes, so the cache never lags behind what the database holds.
+        finishes, so the cache never lags behind what the database holds. A
+        write that fails may still have committed (a connection lost during
+        COMMIT), so the views of its keys are dropped and reload.
         """
         task = asyncio.ensure_future(write)
         try:
             records = await asyncio.shield(task)
         except asyncio.CancelledError:
-            task.add_done_callback(self._apply_when_done)
+            task.add_done_callback(lambda done: self._apply_when_done(done, keys))
+            raise
+        except BaseException:
+            self.cache.drop_scopes(keys)
             raise
         self.cache.apply(records)
         return records
 
-    def _apply_when_done(self, task: asyncio.Future[list[MemoryRecord]]) -> None:
-        if not task.cancelled() and task.exception() is None:
+    def _apply_when_done(self, task: asyncio.Future[list[MemoryRecord]],
+                         keys: Sequence[MemoryKey]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            self.cache.drop_scopes(keys)
+        else:
             self.cache.apply(task.result())
 
 
@@ -310,7 +353,9 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
     :param clock: an injectable clock (tests, replays).
     :param start_janitor: run the janitor on its interval while the store is open.
 
-    The schema is created or upgraded on open.
+    The schema is created or upgraded on open. On PostgreSQL (unless
+    ``cross_process_invalidation`` is off) the store also listens for other
+    processes' writes, so their changes reach this process's cache.
     """
     settings = settings or Settings.from_env()
     url = url or settings.database_url
@@ -326,6 +371,7 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
     stm = Stm(adapter, pm=pm, settings=settings, clock=clock)
     try:
         await stm.setup()
+        await stm.start_listening()
         if start_janitor:
             stm.janitor.start()
         yield stm

@@ -9,9 +9,14 @@ Rules every method keeps:
   database returned;
 * reads of settings go to the database (another process may have changed
   them) and refresh the cache on the way;
-* after the first positional id every argument is keyword-only, so an
-  ``actor`` (for a permission policy) can be added later without breaking
-  callers.
+* after the first positional id every argument is keyword-only; every call
+  takes ``actor=`` (an :class:`~stm_core.plugin_types.Actor`): the permission
+  policy (``stm_admin_permission``) decides before anything is read or
+  written, and a refusal raises :class:`~stm_core.errors.PermissionDenied`.
+  Calls without an actor (the host's own code, the ``stm`` command) are not
+  checked;
+* a write that fails drops what the cache held for it, since the failure may
+  have come after the commit.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from stm_core.admin.values import (
     ServerPrompts,
     UserOptIn,
 )
-from stm_core.errors import ValidationError
+from stm_core.errors import PermissionDenied, ValidationError
+from stm_core.plugin_types import Actor, AdminAction
 from stm_core.profile import DEFAULT_CATEGORY, build_profile, detect_mode
 from stm_core.storage.records import (
     DM_SERVER,
@@ -63,14 +69,33 @@ class Admin:
         self._stm = stm
 
     # -- plumbing ----------------------------------------------------------------
+    def _check(self, actor: Actor | None, name: str, *, writes: bool, scope: str,
+               server_id: str | None = None, channel_id: str | None = None,
+               user_id: str | None = None) -> None:
+        """Ask the permission policy; raise PermissionDenied when it refuses."""
+        if actor is None:
+            return
+        if not isinstance(actor, Actor):
+            raise ValidationError(f"actor must be an Actor, got {type(actor).__name__}",
+                                  field="actor", allowed="stm_core.Actor(user_id=..., "
+                                                         "can_manage=...)")
+        action = AdminAction(name=name, writes=writes, scope=scope, server_id=server_id,
+                             channel_id=channel_id, user_id=user_id)
+        if not self._stm.hooks.admin_allowed(actor, action):
+            raise PermissionDenied(_denial(actor, action))
+
     async def _load(self, server_id: str) -> ServerSettings:
         stored = await self._stm.adapter.load_server_settings(server_id)
         self._stm.cache.put_settings(stored)
         return stored
 
     async def _update(self, server_id: str, changes: Mapping[str, object]) -> ServerSettings:
-        stored = await self._stm.adapter.update_server_settings(
-            server_id, changes, now_ms=self._stm.clock.now_ms())
+        try:
+            stored = await self._stm.adapter.update_server_settings(
+                server_id, changes, now_ms=self._stm.clock.now_ms())
+        except BaseException:
+            self._stm.cache.drop_settings(server_id)
+            raise
         self._stm.cache.put_settings(stored)
         log.info("server %s settings changed: %s", server_id, ", ".join(sorted(changes)))
         return stored
@@ -79,8 +104,10 @@ class Admin:
         return effective_params(stored, self._stm.settings)
 
     # -- server parameters ---------------------------------------------------------
-    async def server_params(self, server_id: str) -> ServerParams:
+    async def server_params(self, server_id: str, *,
+                            actor: Actor | None = None) -> ServerParams:
         """The effective parameters (defaults filled in, and named as such)."""
+        self._check(actor, "server_params", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return self._params(await self._load(server_id))
 
@@ -88,7 +115,8 @@ class Admin:
                                 render_mode: str | None = None,
                                 crude_message_count: int | None = None,
                                 nudge_injection_depth: int | None = None,
-                                content_injection_depth: int | None = None) -> ServerParams:
+                                content_injection_depth: int | None = None,
+                                actor: Actor | None = None) -> ServerParams:
         """Store the given parameters (``None`` leaves one unchanged).
 
         Ranges: ``refresh_cadence`` 1-100; ``render_mode`` a registered key;
@@ -96,6 +124,7 @@ class Admin:
         ``nudge_injection_depth`` 0-20; ``content_injection_depth`` -1-20.
         With nothing given it writes nothing and returns the current values.
         """
+        self._check(actor, "set_server_params", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         given = {"refresh_cadence": refresh_cadence, "render_mode": render_mode,
                  "crude_message_count": crude_message_count,
@@ -109,8 +138,10 @@ class Admin:
         return self._params(await self._update(server_id, changes))
 
     async def reset_server_params(self, server_id: str, *,
-                                  names: Iterable[str] | None = None) -> ServerParams:
+                                  names: Iterable[str] | None = None,
+                                  actor: Actor | None = None) -> ServerParams:
         """Return the named parameters (all by default) to their defaults."""
+        self._check(actor, "reset_server_params", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         chosen = tuple(PARAM_NAMES if names is None else names)
         unknown = [n for n in chosen if n not in PARAM_NAMES]
@@ -125,19 +156,23 @@ class Admin:
         mode = detect_mode(stored.categories or (DEFAULT_CATEGORY,))
         return server_prompts(stored, mode, self._stm.hooks)
 
-    async def prompts(self, server_id: str) -> ServerPrompts:
+    async def prompts(self, server_id: str, *,
+                      actor: Actor | None = None) -> ServerPrompts:
         """Each override, or the default for the server's mode (provider ``""``)."""
+        self._check(actor, "prompts", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return self._prompts(await self._load(server_id))
 
     async def set_prompts(self, server_id: str, *, tool_description: str | None = None,
-                          nudge: str | None = None) -> ServerPrompts:
+                          nudge: str | None = None,
+                          actor: Actor | None = None) -> ServerPrompts:
         """Set the tool description and/or the nudge (``None`` leaves one as is).
 
         At most 4000 characters each; blank text resets to the default;
         ``str.format`` fields (``{0.__class__}``, ``{x[0]}``, ``{x!r}``,
         ``{x:>9}``) are refused.
         """
+        self._check(actor, "set_prompts", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         changes: dict[str, object] = {}
         for name, text in (("tool_description", tool_description), ("nudge", nudge)):
@@ -150,8 +185,10 @@ class Admin:
         return self._prompts(await self._update(server_id, changes))
 
     async def reset_prompts(self, server_id: str, *, tool_description: bool = True,
-                            nudge: bool = True) -> ServerPrompts:
+                            nudge: bool = True,
+                            actor: Actor | None = None) -> ServerPrompts:
         """Return the chosen overrides (both by default) to the defaults."""
+        self._check(actor, "reset_prompts", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         changes: dict[str, object] = {}
         if tool_description:
@@ -171,13 +208,16 @@ class Admin:
             mode=detect_mode(stored.categories or (DEFAULT_CATEGORY,)),
             categories=infos, is_default=not stored.categories, cleared_memories=cleared)
 
-    async def categories(self, server_id: str) -> ServerCategories:
+    async def categories(self, server_id: str, *,
+                         actor: Actor | None = None) -> ServerCategories:
         """The effective categories (the single default ``summary`` when none)."""
+        self._check(actor, "categories", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return self._categories(await self._load(server_id))
 
     async def set_categories(self, server_id: str,
-                             lines: str | Iterable[str]) -> ServerCategories:
+                             lines: str | Iterable[str], *,
+                             actor: Actor | None = None) -> ServerCategories:
         """Replace the categories from ``label: description`` lines.
 
         One text (split at newlines) or one item per category. Blank lines are
@@ -186,19 +226,28 @@ class Admin:
         replaces every category in one transaction and deletes the server's
         server-scope memory rows, whose fields no longer match.
         """
+        self._check(actor, "set_categories", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         records = parse_category_lines(lines, max_categories=self._stm.settings.max_categories)
         return await self._replace_categories(server_id, records)
 
-    async def reset_categories(self, server_id: str) -> ServerCategories:
+    async def reset_categories(self, server_id: str, *,
+                               actor: Actor | None = None) -> ServerCategories:
         """Back to the single default ``summary`` category (clears server memories)."""
+        self._check(actor, "reset_categories", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return await self._replace_categories(server_id, ())
 
     async def _replace_categories(self, server_id: str,
                                   records: tuple[CategoryRecord, ...]) -> ServerCategories:
-        stored, removed = await self._stm.adapter.replace_categories(
-            server_id, records, now_ms=self._stm.clock.now_ms(), clear_server_memories=True)
+        try:
+            stored, removed = await self._stm.adapter.replace_categories(
+                server_id, records, now_ms=self._stm.clock.now_ms(),
+                clear_server_memories=True)
+        except BaseException:
+            self._stm.cache.drop_settings(server_id)
+            self._stm.cache.drop_scopes([MemoryKey.server(server_id, "", None)])
+            raise
         self._stm.cache.put_settings(stored)
         self._stm.cache.forget(removed)
         log.info("server %s categories replaced (%d); %d server memories cleared",
@@ -211,13 +260,17 @@ class Admin:
         return Capability(server_id=stored.server_id, stm_enabled=stored.stm_enabled is not False,
                           is_default=stored.stm_enabled is None)
 
-    async def capability(self, server_id: str) -> Capability:
+    async def capability(self, server_id: str, *,
+                         actor: Actor | None = None) -> Capability:
+        self._check(actor, "capability", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return self._capability(await self._load(server_id))
 
-    async def set_stm_enabled(self, server_id: str, *, enabled: bool) -> Capability:
+    async def set_stm_enabled(self, server_id: str, *, enabled: bool,
+                              actor: Actor | None = None) -> Capability:
         """Turn the bot's automatic memory management (tool + nudge) on or off.
         Memory content keeps rendering; no rows are deleted."""
+        self._check(actor, "set_stm_enabled", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         _check_bool(enabled, "enabled")
         return self._capability(await self._update(server_id, {"stm_enabled": enabled}))
@@ -229,19 +282,25 @@ class Admin:
                                private_channel_ids=tuple(sorted(stored.private_channel_ids)),
                                privacy_bypass=stored.privacy_bypass)
 
-    async def privacy(self, server_id: str) -> PrivacySettings:
+    async def privacy(self, server_id: str, *,
+                      actor: Actor | None = None) -> PrivacySettings:
+        self._check(actor, "privacy", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return self._privacy(await self._load(server_id))
 
     async def set_private_channels(self, server_id: str, *,
-                                   channel_ids: Iterable[str]) -> PrivacySettings:
+                                   channel_ids: Iterable[str],
+                                   actor: Actor | None = None) -> PrivacySettings:
         """Replace the private channel list (empty clears it)."""
+        self._check(actor, "set_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
         return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
 
     async def add_private_channels(self, server_id: str, *,
-                                   channel_ids: Iterable[str]) -> PrivacySettings:
+                                   channel_ids: Iterable[str],
+                                   actor: Actor | None = None) -> PrivacySettings:
+        self._check(actor, "add_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
         current = await self._stm.adapter.load_server_settings(server_id)
@@ -249,33 +308,46 @@ class Admin:
             server_id, {"private_channel_ids": current.private_channel_ids | ids}))
 
     async def remove_private_channels(self, server_id: str, *,
-                                      channel_ids: Iterable[str]) -> PrivacySettings:
+                                      channel_ids: Iterable[str],
+                                      actor: Actor | None = None) -> PrivacySettings:
+        self._check(actor, "remove_private_channels", writes=True, scope="server",
+                    server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
         current = await self._stm.adapter.load_server_settings(server_id)
         return self._privacy(await self._update(
             server_id, {"private_channel_ids": current.private_channel_ids - ids}))
 
-    async def set_privacy_bypass(self, server_id: str, *, bypass: bool) -> PrivacySettings:
+    async def set_privacy_bypass(self, server_id: str, *, bypass: bool,
+                                 actor: Actor | None = None) -> PrivacySettings:
         """With the bypass on, private channels' memories show everywhere."""
+        self._check(actor, "set_privacy_bypass", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         _check_bool(bypass, "bypass")
         return self._privacy(await self._update(server_id, {"privacy_bypass": bypass}))
 
     # -- a user's cross-server opt-in ---------------------------------------------------
-    async def user_opt_in(self, user_id: str) -> UserOptIn:
+    async def user_opt_in(self, user_id: str, *,
+                          actor: Actor | None = None) -> UserOptIn:
+        self._check(actor, "user_opt_in", writes=False, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         prefs = await self._stm.adapter.load_user_prefs(user_id)
         self._stm.cache.put_prefs(prefs)
         return UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
 
-    async def set_user_opt_in(self, user_id: str, *, opt_in: bool) -> UserOptIn:
+    async def set_user_opt_in(self, user_id: str, *, opt_in: bool,
+                              actor: Actor | None = None) -> UserOptIn:
         """Whether the user's memories from other servers (and DMs) may be
         folded into a server's context for them."""
+        self._check(actor, "set_user_opt_in", writes=True, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         _check_bool(opt_in, "opt_in")
-        prefs = await self._stm.adapter.set_user_prefs(
-            user_id, crossserver_opt_in=opt_in, now_ms=self._stm.clock.now_ms())
+        try:
+            prefs = await self._stm.adapter.set_user_prefs(
+                user_id, crossserver_opt_in=opt_in, now_ms=self._stm.clock.now_ms())
+        except BaseException:
+            self._stm.cache.drop_user(user_id)
+            raise
         self._stm.cache.put_prefs(prefs)
         return UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
 
@@ -297,9 +369,12 @@ class Admin:
 
     async def view_memory(self, *, channel_id: str, persona_id: str | None = None,
                           server_id: str | None = None,
-                          user_id: str | None = None) -> MemorySnapshot:
+                          user_id: str | None = None,
+                          actor: Actor | None = None) -> MemorySnapshot:
         """The exact row that gets injected: ``(server, channel, persona)`` in a
         guild (``server_id`` given), ``(user, channel, persona)`` in a DM."""
+        self._check(actor, "view_memory", writes=False, scope=_memory_scope(server_id),
+                    server_id=server_id, channel_id=channel_id, user_id=user_id)
         key = self._key(channel_id, persona_id, server_id, user_id)
         stored = await self._load(server_id) if server_id is not None else None
         record = await self._stm.adapter.get_memory(key)
@@ -308,9 +383,12 @@ class Admin:
         return self._snapshot(key, record, stored)
 
     async def list_personas(self, *, channel_id: str, server_id: str | None = None,
-                            user_id: str | None = None) -> tuple[PersonaMemory, ...]:
+                            user_id: str | None = None,
+                            actor: Actor | None = None) -> tuple[PersonaMemory, ...]:
         """Personas with a non-blank memory in the channel's live scope
         (persona ``""`` is a memory kept without a persona)."""
+        self._check(actor, "list_personas", writes=False, scope=_memory_scope(server_id),
+                    server_id=server_id, channel_id=channel_id, user_id=user_id)
         check_id(channel_id, "channel_id")
         check_optional_id(server_id, "server_id")
         check_optional_id(user_id, "user_id")
@@ -339,7 +417,8 @@ class Admin:
     async def edit_memory(self, *, channel_id: str, persona_id: str | None = None,
                           server_id: str | None = None, user_id: str | None = None,
                           summary: str | None = None,
-                          categories: Mapping[str, str] | None = None) -> MemoryEdit:
+                          categories: Mapping[str, str] | None = None,
+                          actor: Actor | None = None) -> MemoryEdit:
         """Hand-edit the live memory of a persona in a channel.
 
         Summary mode: ``summary`` text is written; blank text clears the
@@ -350,6 +429,8 @@ class Admin:
         result). In a guild the editor's (``user_id``) user copy is written
         too. The cadence counter is not reset.
         """
+        self._check(actor, "edit_memory", writes=True, scope=_memory_scope(server_id),
+                    server_id=server_id, channel_id=channel_id, user_id=user_id)
         key = self._key(channel_id, persona_id, server_id, user_id)
         stored = await self._load(server_id) if server_id is not None else None
         profile = build_profile(stored, self._stm.hooks, self._stm.settings)
@@ -394,32 +475,45 @@ class Admin:
 
     # -- clearing -------------------------------------------------------------------------
     async def _delete(self, flt: MemoryFilter) -> ClearResult:
-        removed = await self._stm.adapter.delete_memories(flt)
+        try:
+            removed = await self._stm.adapter.delete_memories(flt)
+        except BaseException:
+            self._stm.cache.clear()  # which rows went is unknown
+            raise
         self._stm.cache.forget(removed)
         return ClearResult(removed=len(removed), keys=tuple(removed))
 
-    async def clear_channel(self, channel_id: str) -> ClearResult:
+    async def clear_channel(self, channel_id: str, *,
+                            actor: Actor | None = None) -> ClearResult:
         """Delete every memory row of the channel (all scopes, users, personas)."""
+        self._check(actor, "clear_channel", writes=True, scope="channel",
+                    channel_id=channel_id)
         check_id(channel_id, "channel_id")
         return await self._delete(MemoryFilter(channel_id=channel_id))
 
-    async def clear_user(self, user_id: str) -> ClearResult:
+    async def clear_user(self, user_id: str, *,
+                         actor: Actor | None = None) -> ClearResult:
         """Delete the user's own (user-scope) memory rows, in DMs and guilds."""
+        self._check(actor, "clear_user", writes=True, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         return await self._delete(MemoryFilter(user_id=user_id, scope_kind="user"))
 
     # -- export / import ----------------------------------------------------------------
-    async def export_config(self, server_id: str) -> dict[str, Any]:
+    async def export_config(self, server_id: str, *,
+                            actor: Actor | None = None) -> dict[str, Any]:
         """The server's configuration (not its memories) as a JSON-able dict."""
+        self._check(actor, "export_config", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return config_io.export_document(await self._load(server_id))
 
-    async def import_config(self, server_id: str, data: object) -> dict[str, Any]:
+    async def import_config(self, server_id: str, data: object, *,
+                            actor: Actor | None = None) -> dict[str, Any]:
         """Validate a document from :meth:`export_config` completely, then apply
         it to ``server_id``; returns the configuration now stored.
 
         Server memories are cleared only when the categories change.
         """
+        self._check(actor, "import_config", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         doc = config_io.parse_document(data)
         params = {k: v for k, v in
@@ -443,6 +537,22 @@ class Admin:
         if categories != current.categories:
             await self._replace_categories(server_id, categories)
         return await self.export_config(server_id)
+
+
+def _memory_scope(server_id: str | None) -> str:
+    """A guild channel's memory is the server's; a DM's is its user's."""
+    return "server" if server_id is not None else "user"
+
+
+def _denial(actor: Actor, action: AdminAction) -> str:
+    what = action.name.replace("_", " ")
+    if action.scope == "user":
+        return (f"user {actor.user_id} may not {what}: it concerns user {action.user_id}'s "
+                f"own memory, which only they may see or change")
+    where = (f"server {action.server_id}" if action.server_id is not None
+             else f"channel {action.channel_id}")
+    return (f"user {actor.user_id} may not {what} in {where}: changing it needs the manage "
+            f"permission (viewing is open)")
 
 
 def _check_bool(value: object, field: str) -> None:

@@ -12,12 +12,13 @@ longest TTL, plus point lookups).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from stm_core.storage.records import (
     CaptureWrite,
     CategoryRecord,
+    ChangeNotice,
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
@@ -111,4 +112,38 @@ class StorageAdapter(Protocol):
 
     async def count_memories(self) -> int:
         """Number of memory rows (operators, janitor progress)."""
+        ...
+
+
+class Subscription(Protocol):
+    """A live connection receiving other processes' change notices."""
+
+    async def check(self, timeout_s: float) -> None:
+        """Prove the connection still works (raise if it does not)."""
+        ...
+
+    async def close(self) -> None:
+        ...
+
+
+@runtime_checkable
+class ChangeFeed(Protocol):
+    """Optional capability of an adapter shared by several processes.
+
+    Its writes announce what they changed, in the same transaction, and
+    :meth:`subscribe` delivers other writers' announcements. The store keeps
+    one subscription open (see :mod:`stm_core.invalidation`).
+    """
+
+    #: Stamped on this adapter's announcements, so the store can skip its own.
+    instance_id: str
+
+    @property
+    def announces_changes(self) -> bool:
+        """Whether writes announce changes (and subscribing makes sense)."""
+        ...
+
+    async def subscribe(self, on_notice: Callable[[ChangeNotice], None],
+                        on_lost: Callable[[], None]) -> Subscription:
+        """Connect and listen. ``on_lost`` is called when the connection dies."""
         ...

@@ -195,3 +195,24 @@ class SchemaStatus:
     from_version: int | None
     to_version: int
     created: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ChangeNotice:
+    """What another process's committed write changed (cross-process invalidation).
+
+    ``origin`` is the writing store's instance id, so a store ignores its own
+    notices (its cache already holds what it wrote).
+    """
+
+    origin: str
+    #: Memory rows upserted or deleted.
+    keys: tuple[MemoryKey, ...] = ()
+    #: Servers whose settings or categories changed.
+    servers: tuple[str, ...] = ()
+    #: Users whose preferences changed.
+    users: tuple[str, ...] = ()
+    #: The janitor deleted rows untouched since this time.
+    purged_before_ms: int | None = None
+    #: Too much changed to name: drop every cached view.
+    everything: bool = False

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.expression import ClauseElement
 
 from stm_core.errors import StorageError, ValidationError
+from stm_core.models import CrudeMessage
 from stm_core.settings import Settings
 from stm_core.storage.records import (
     SERVER_SETTING_FIELDS,
@@ -86,8 +87,15 @@ class SqlStorageAdapter(abc.ABC):
     async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
                            params: Sequence[Mapping[str, Any]]) -> list[Any]:
         """One upsert per row, all in one transaction; rows in input order."""
-        compiled = self.statement((kind,), lambda: build(self.dialect_name, None))
+        compiled = self.statement((kind,), lambda: self._announce(
+            build(self.dialect_name, None), "k"))
         return await self._write([Step(compiled, p, Want.ONE) for p in params])
+
+    def _announce(self, statement: Any, what: str) -> Any:
+        """A write statement as run. A backend shared by several processes
+        makes it also announce what it changed (``what``: ``"k"`` memory keys,
+        ``"s"`` servers, ``"u"`` users, from the rows it returns)."""
+        return statement
 
     # -- helpers -------------------------------------------------------------------
     def statement(self, key: Hashable, build: Callable[[], ClauseElement]) -> Compiled:
@@ -151,12 +159,14 @@ class SqlStorageAdapter(abc.ABC):
         sent = []
         last_messages: object = None
         last_json = ""
+        last_clean: tuple[CrudeMessage, ...] = ()
         for w in writes:
             # A turn captures the same messages for several keys: encode them once.
             if w.messages is not last_messages:
-                last_messages, last_json = w.messages, codec.encode_messages(w.messages)
+                last_clean = codec.clean_messages(w.messages)
+                last_messages, last_json = w.messages, codec.encode_messages(last_clean)
             params.append(codec.capture_params(w, last_json))
-            sent.append((last_json, w.messages))
+            sent.append((last_json, last_clean))
         rows = await self._upsert_rows("capture", st.capture_upsert, params)
         return [codec.memory_from_row(r, key=w.key, sent_messages=s)
                 for r, w, s in zip(rows, writes, sent, strict=True)]
@@ -170,8 +180,8 @@ class SqlStorageAdapter(abc.ABC):
 
     # -- admin writes -----------------------------------------------------------------
     def _settings_upsert(self, columns: tuple[str, ...]) -> Compiled:
-        return self.statement(("settings_upsert", columns),
-                              lambda: st.settings_upsert(self.dialect_name, columns))
+        return self.statement(("settings_upsert", columns), lambda: self._announce(
+            st.settings_upsert(self.dialect_name, columns), "s"))
 
     async def update_server_settings(self, server_id: str, changes: Mapping[str, object],
                                      *, now_ms: int) -> ServerSettings:
@@ -203,8 +213,8 @@ class SqlStorageAdapter(abc.ABC):
         steps.append(Step(self.statement("categories_rows", st.categories_rows), ident,
                           Want.ALL))
         if clear_server_memories:
-            steps.append(Step(self.statement("delete_server_rows", st.delete_server_rows),
-                              ident, Want.ALL))
+            steps.append(Step(self.statement("delete_server_rows", lambda: self._announce(
+                st.delete_server_rows(), "k")), ident, Want.ALL))
         results = await self._write(steps)
         settings = codec.settings_from_rows(server_id, results[0], results[-2]
                                             if clear_server_memories else results[-1])
@@ -213,7 +223,8 @@ class SqlStorageAdapter(abc.ABC):
 
     async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
                              now_ms: int) -> UserPrefs:
-        compiled = self.statement("prefs_upsert", lambda: st.prefs_upsert(self.dialect_name))
+        compiled = self.statement("prefs_upsert", lambda: self._announce(
+            st.prefs_upsert(self.dialect_name), "u"))
         (row,) = await self._write([Step(compiled, {
             "user_id": user_id, "crossserver_opt_in": bool(crossserver_opt_in), "now": now_ms,
         }, Want.ONE)])
@@ -222,7 +233,8 @@ class SqlStorageAdapter(abc.ABC):
     async def delete_memories(self, flt: MemoryFilter) -> list[MemoryKey]:
         require_filter(flt)
         fields, params = _filter_params(flt)
-        compiled = self.statement(("delete_rows", fields), lambda: st.delete_rows(fields))
+        compiled = self.statement(("delete_rows", fields),
+                                  lambda: self._announce(st.delete_rows(fields), "k"))
         (rows,) = await self._write([Step(compiled, params, Want.ALL)])
         return [codec.key_from_row(r) for r in rows]
 

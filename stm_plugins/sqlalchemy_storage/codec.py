@@ -8,6 +8,7 @@ booleans back as 0/1, so they are converted here.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,36 @@ _decode = json.JSONDecoder().decode
 
 Row = Sequence[Any]
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+# -- text the drivers cannot store ----------------------------------------------------
+def clean_text(text: str) -> str:
+    """Text as it can be stored: unpaired surrogates (not encodable as UTF-8)
+    and NUL (refused by PostgreSQL) become U+FFFD. Everything else is kept."""
+    if "\x00" in text:
+        text = text.replace("\x00", REPLACEMENT)
+    if not text.isascii():
+        text = _SURROGATE.sub(REPLACEMENT, text)
+    return text
+
+
+def _clean_optional(text: str | None) -> str | None:
+    return None if text is None else clean_text(text)
+
+
+def clean_messages(messages: tuple[CrudeMessage, ...]) -> tuple[CrudeMessage, ...]:
+    """``messages`` itself when every text can be stored (the usual case)."""
+    def dirty(text: str | None) -> bool:
+        return text is not None and clean_text(text) != text
+
+    if not any(dirty(m.content) or dirty(m.speaker_name) for m in messages):
+        return messages
+    return tuple(CrudeMessage(role=m.role, content=clean_text(m.content),
+                              speaker_name=_clean_optional(m.speaker_name),
+                              timestamp_ms=m.timestamp_ms) for m in messages)
+
 
 # -- JSON columns -------------------------------------------------------------------
 def encode_messages(messages: Sequence[CrudeMessage]) -> str:
@@ -47,7 +78,7 @@ def decode_messages(text: str) -> tuple[CrudeMessage, ...]:
 
 
 def encode_categories(values: Mapping[str, str]) -> str:
-    return _encode(dict(values)) if values else "{}"
+    return _encode({clean_text(k): clean_text(v) for k, v in values.items()}) if values else "{}"
 
 
 def decode_categories(text: str) -> dict[str, str]:
@@ -76,7 +107,7 @@ def write_params(w: MemoryWrite) -> dict[str, Any]:
             "channel_id": k.channel_id, "persona_id": k.persona_id,
             "parent_channel_id": w.parent_channel_id,
             "persona_lineage_id": w.persona_lineage_id,
-            "summary": w.summary if w.set_summary else None,
+            "summary": _clean_optional(w.summary) if w.set_summary else None,
             "categories": encode_categories(w.categories) if w.set_categories else "{}",
             "set_summary": int(w.set_summary), "set_categories": int(w.set_categories),
             "clear_messages": int(w.clear_messages), "reset": int(w.reset_counter),
@@ -114,7 +145,7 @@ def _int_or_none(name: str, value: object) -> int | None:
 
 def _str_or_none(name: str, value: object) -> str | None:
     if value is None or isinstance(value, str):
-        return value
+        return _clean_optional(value)
     raise ValidationError(f"{name} must be text or None, got {value!r}", field=name)
 
 
@@ -178,8 +209,8 @@ def settings_from_rows(server_id: str, row: Row | None,
 
 
 def category_params(server_id: str, c: CategoryRecord) -> dict[str, object]:
-    return {"server_id": server_id, "position": c.position, "label": c.label,
-            "description": c.description}
+    return {"server_id": server_id, "position": c.position, "label": clean_text(c.label),
+            "description": clean_text(c.description)}
 
 
 def prefs_from_row(user_id: str, row: Row | None) -> UserPrefs:

@@ -8,11 +8,20 @@ multi-statement writes run in one transaction.
 
 ``?schema=NAME`` puts everything in that schema (created on setup) through the
 connections' ``search_path``.
+
+Several processes may share the database: each write also announces what it
+changed (``NOTIFY``, in the same statement; see :mod:`.notify`) and
+:meth:`PostgresAdapter.subscribe` listens for the others' announcements.
+Connecting and every statement are bounded by ``db_timeout_seconds``, so a
+database that stops answering fails a call instead of hanging it; the pool
+replaces broken connections by itself once the database is back.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,8 +30,9 @@ import sqlalchemy as sa
 
 from stm_core.errors import StorageError
 from stm_core.settings import Settings
-from stm_core.storage.records import SchemaStatus
+from stm_core.storage.records import ChangeNotice, SchemaStatus
 from stm_plugins.sqlalchemy_storage import migrations as mig
+from stm_plugins.sqlalchemy_storage import notify
 from stm_plugins.sqlalchemy_storage import statements as st
 from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, Step, Want
 from stm_plugins.sqlalchemy_storage.compiled import POSTGRES_DIALECT, compile_statement
@@ -35,6 +45,7 @@ POOL_MAX = 10
 MAX_JOINED_UPSERTS = 8
 
 _DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
+log = logging.getLogger("stm.storage.postgres")
 
 _VERSION_TABLE_EXISTS = f"SELECT to_regclass('{schema_version.name}') IS NOT NULL"
 _MAX_VERSION = compile_statement(sa.select(sa.func.max(schema_version.c.version)),
@@ -82,17 +93,49 @@ class PostgresAdapter(SqlStorageAdapter):
         self.target = target
         self._pool_max = pool_max
         self._pool: Any = None
+        #: Stamped on this adapter's change notices (see :mod:`.notify`).
+        self.instance_id = uuid.uuid4().hex
+        self.channel = notify.channel_for(target.schema)
+        self._timeout = self.settings.db_timeout_seconds
+
+    @property
+    def announces_changes(self) -> bool:
+        return self.settings.cross_process_invalidation
+
+    def _announce(self, statement: Any, what: str) -> Any:
+        if not self.announces_changes:
+            return statement
+        kind: notify.Announce = "k" if what == "k" else "s" if what == "s" else "u"
+        return notify.with_notice(statement, channel=self.channel, origin=self.instance_id,
+                                  what=kind)
+
+    def _server_settings(self) -> dict[str, str] | None:
+        return {"search_path": f'"{self.target.schema}"'} if self.target.schema else None
+
+    async def subscribe(self, on_notice: Callable[[ChangeNotice], None],
+                        on_lost: Callable[[], None]) -> notify.PgSubscription:
+        """Listen for other processes' change notices on a connection of its own."""
+        self._ensure_open()
+
+        async def connect() -> Any:
+            return await asyncpg.connect(self.target.dsn, timeout=self._timeout,
+                                         server_settings=self._server_settings())
+
+        try:
+            return await notify.subscribe(connect, self.channel, on_notice, on_lost)
+        except _DRIVER_ERRORS as exc:
+            raise StorageError(
+                f"cannot listen on PostgreSQL {self.target.label}: {exc}") from exc
 
     # -- lifecycle ----------------------------------------------------------------------
     async def _connect_pool(self) -> Any:
         if self._pool is None:
-            server_settings = ({"search_path": f'"{self.target.schema}"'}
-                               if self.target.schema else None)
             try:
                 self._pool = await asyncpg.create_pool(
                     self.target.dsn, min_size=POOL_MIN, max_size=self._pool_max,
                     statement_cache_size=self.target.statement_cache_size,
-                    server_settings=server_settings)
+                    server_settings=self._server_settings(), timeout=self._timeout,
+                    command_timeout=self._timeout)
             except _DRIVER_ERRORS as exc:
                 raise StorageError(
                     f"cannot connect to PostgreSQL {self.target.label}: {exc}") from exc
@@ -153,7 +196,7 @@ class PostgresAdapter(SqlStorageAdapter):
     async def _read(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
         try:
-            async with pool.acquire() as conn:
+            async with pool.acquire(timeout=self._timeout) as conn:
                 if len(steps) == 1:
                     return [await _run_step(conn, steps[0])]
                 async with conn.transaction(isolation="repeatable_read", readonly=True):
@@ -164,7 +207,7 @@ class PostgresAdapter(SqlStorageAdapter):
     async def _write(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
         try:
-            async with pool.acquire() as conn:
+            async with pool.acquire(timeout=self._timeout) as conn:
                 if len(steps) == 1:  # one statement commits by itself
                     return [await _run_step(conn, steps[0])]
                 async with conn.transaction():
@@ -178,9 +221,21 @@ class PostgresAdapter(SqlStorageAdapter):
         if n == 1 or n > MAX_JOINED_UPSERTS or not _distinct_keys(params):
             return await super()._upsert_rows(kind, build, params)
         # One statement, one round trip; rows come back tagged with their position.
-        compiled = self.statement((kind, n), lambda: st.multi_row(build, n))
+        compiled = self.statement((kind, n), lambda: self._announce(st.multi_row(build, n),
+                                                                    "k"))
         (rows,) = await self._write([Step(compiled, params, Want.ALL)])
         return sorted(rows, key=lambda r: r[-1])
+
+    async def purge_older_than(self, cutoff_ms: int, *, batch_size: int) -> int:
+        deleted = await super().purge_older_than(cutoff_ms, batch_size=batch_size)
+        if deleted and self.announces_changes:
+            payload = notify.notice_payload(self.instance_id, p=cutoff_ms)
+            try:
+                async with self._require_pool().acquire(timeout=self._timeout) as conn:
+                    await conn.execute("SELECT pg_notify($1, $2)", self.channel, payload)
+            except _DRIVER_ERRORS as exc:  # the rows are gone; others expire them later
+                log.warning("could not announce a janitor purge: %s", exc)
+        return deleted
 
 
 def _distinct_keys(params: Sequence[Mapping[str, Any]]) -> bool:

@@ -38,7 +38,7 @@ from stm_plugins.sqlalchemy_storage import migrations as mig
 from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, Step, Want
 from stm_plugins.sqlalchemy_storage.compiled import SQLITE_DIALECT, compile_statement
 from stm_plugins.sqlalchemy_storage.schema import schema_version
-from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker
+from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker, is_busy
 from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
 
 log = logging.getLogger("stm.storage.sqlite")
@@ -102,6 +102,23 @@ def read_version(conn: sqlite3.Connection, _: object = None) -> int | None:
     return version
 
 
+def _enable_wal(conn: sqlite3.Connection, wait_s: float = 60.0) -> None:
+    """``journal_mode=WAL``, retried while another connection holds the lock:
+    switching modes can report "database is locked" at once, without waiting
+    out ``busy_timeout``, when another process is opening the file too."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(0.2, pause * 2)
+
+
 class SqliteAdapter(SqlStorageAdapter):
     """Storage in one SQLite file (or a private in-memory database)."""
 
@@ -135,7 +152,7 @@ class SqliteAdapter(SqlStorageAdapter):
                                timeout=BUSY_TIMEOUT_MS / 1000, cached_statements=256)
         try:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(conn)
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
         except BaseException:

@@ -246,8 +246,8 @@ class SqliteWorker:
                 conn.execute("BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or time.monotonic() >= deadline:
-                    if _is_busy(exc):
+                if not is_busy(exc) or time.monotonic() >= deadline:
+                    if is_busy(exc):
                         raise StorageError(
                             f"SQLite {self.label}: another process held the write lock for "
                             f"over {self._lock_wait_s:.0f} s") from exc
@@ -290,7 +290,7 @@ def _failed(done: list[tuple[asyncio.AbstractEventLoop, _Outcome]],
     return [(loop, (future, False, error)) for loop, (future, _ok, _v) in done]
 
 
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
+def is_busy(exc: sqlite3.OperationalError) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)

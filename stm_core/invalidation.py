@@ -1,0 +1,227 @@
+"""Cross-process cache invalidation: hear other processes' writes.
+
+Several processes (Discord shards, workers on several machines) can share one
+PostgreSQL database, each with its own cache. Every write announces what it
+changed with a ``NOTIFY`` inside its own transaction, so the notice goes out
+exactly when the change commits (and never for a rollback). Each store keeps
+one listening connection and applies what it hears:
+
+* changed memory rows whose server or user view this process holds are read
+  again (one point read each) and applied under the ``rev`` guard;
+* changed settings or preferences drop that server's settings or that user's
+  view, reloaded on next use;
+* notices that name this process as the writer are skipped (its cache
+  already holds what it wrote).
+
+PostgreSQL does not keep notices for a listener that was away, so whenever
+the listening connection is (re)established the whole cache is dropped: what
+was missed meanwhile is unknowable. The connection is checked every
+``listener_check_seconds``; a dead one is replaced with growing pauses. A
+safety expiry (``cache_max_age_seconds``, 300 s by default while listening)
+bounds staleness even if a notice were lost some other way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+import attrs
+
+from stm_core.storage.protocol import ChangeFeed, Subscription
+from stm_core.storage.records import ChangeNotice, MemoryKey
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+log = logging.getLogger("stm.invalidation")
+
+#: Pauses between reconnection attempts grow up to this.
+MAX_RETRY_PAUSE_S = 5.0
+FIRST_RETRY_PAUSE_S = 0.05
+
+
+@attrs.define
+class ListenerStats:
+    """What the listener did (operators, tests)."""
+
+    notices: int = 0
+    own_notices: int = 0
+    rows_refreshed: int = 0
+    views_dropped: int = 0
+    connects: int = 0
+    connection_losses: int = 0
+    failed_refreshes: int = 0
+
+
+class InvalidationListener:
+    """Keeps one subscription to the adapter's change feed and applies notices
+    to the store's cache."""
+
+    def __init__(self, stm: Stm, feed: ChangeFeed) -> None:
+        self._stm = stm
+        self._feed = feed
+        self.stats = ListenerStats()
+        self._subscription: Subscription | None = None
+        self._lost = asyncio.Event()
+        self._connected = asyncio.Event()
+        self._pending: dict[MemoryKey, None] = {}
+        self._wake_applier = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    @property
+    def connected(self) -> bool:
+        return self._subscription is not None
+
+    @property
+    def subscription(self) -> Subscription | None:
+        """The live subscription (``None`` while reconnecting)."""
+        return self._subscription
+
+    async def start(self) -> None:
+        """Connect once (quietly failing), then keep the connection alive in
+        the background."""
+        await self._connect()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._keep_alive(), name="stm-listener"),
+                       loop.create_task(self._apply_rows(), name="stm-listener-apply")]
+
+    async def wait_connected(self, timeout_s: float) -> None:
+        await asyncio.wait_for(self._connected.wait(), timeout_s)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        await self._disconnect()
+
+    # -- the connection -------------------------------------------------------------
+    async def _connect(self) -> bool:
+        self._lost.clear()
+        try:
+            subscription = await self._feed.subscribe(self._on_notice, self._on_lost)
+        except Exception as exc:
+            log.warning("cannot listen for other processes' writes (will retry): %s", exc)
+            return False
+        self._subscription = subscription
+        self.stats.connects += 1
+        # Listening again: whatever was announced while nobody listened is lost.
+        self._stm.cache.clear()
+        self._stm.cache.stats.flushes += 1
+        self._connected.set()
+        if self.stats.connects > 1:
+            log.info("listening for other processes' writes again; cache dropped")
+        return True
+
+    async def _disconnect(self) -> None:
+        subscription, self._subscription = self._subscription, None
+        self._connected.clear()
+        if subscription is not None:
+            with contextlib.suppress(Exception):
+                await subscription.close()
+
+    def _on_lost(self) -> None:
+        if self._subscription is not None and not self._stopping:
+            self._lost.set()
+
+    async def _keep_alive(self) -> None:
+        interval = self._stm.settings.listener_check_seconds
+        pause = FIRST_RETRY_PAUSE_S
+        while True:
+            if self._subscription is None:
+                if await self._connect():
+                    pause = FIRST_RETRY_PAUSE_S
+                else:
+                    await asyncio.sleep(pause)
+                    pause = min(MAX_RETRY_PAUSE_S, pause * 2)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._lost.wait(), interval)
+            if not self._lost.is_set():
+                try:
+                    await self._subscription.check(timeout_s=interval)
+                    continue
+                except Exception as exc:
+                    log.warning("the listening connection stopped answering: %s", exc)
+            self.stats.connection_losses += 1
+            log.warning("lost the connection that listens for other processes' writes; "
+                        "reconnecting")
+            await self._disconnect()
+
+    # -- notices ------------------------------------------------------------------------
+    def _on_notice(self, notice: ChangeNotice) -> None:
+        self.stats.notices += 1
+        if notice.origin == self._feed.instance_id:
+            self.stats.own_notices += 1
+            return
+        cache = self._stm.cache
+        cache.stats.remote_changes += 1
+        if notice.everything:
+            cache.clear()
+            cache.stats.flushes += 1
+            return
+        for server_id in notice.servers:
+            cache.drop_settings(server_id)
+            self.stats.views_dropped += 1
+        for user_id in notice.users:
+            cache.drop_user(user_id)
+            self.stats.views_dropped += 1
+        if notice.purged_before_ms is not None:
+            self._forget_purged(notice.purged_before_ms)
+        for key in notice.keys:
+            if cache.holds_scope(key):
+                self._pending[key] = None
+        if self._pending:
+            self._wake_applier.set()
+
+    def _forget_purged(self, cutoff_ms: int) -> None:
+        cache = self._stm.cache
+        stale: list[MemoryKey] = []
+        for view in cache.servers.values():
+            stale += [k for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
+        for user in cache.users.values():
+            stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
+        if stale:
+            cache.forget(stale)
+
+    async def _apply_rows(self) -> None:
+        """Read each announced row again and apply it (one task, so rows of
+        a burst are read one after another instead of all at once)."""
+        while True:
+            await self._wake_applier.wait()
+            self._wake_applier.clear()
+            while self._pending:
+                key = next(iter(self._pending))
+                del self._pending[key]
+                await self._refresh(key)
+
+    async def _refresh(self, key: MemoryKey) -> None:
+        cache = self._stm.cache
+        if not cache.holds_scope(key):
+            return
+        try:
+            record = await self._stm.adapter.get_memory(key)
+        except Exception as exc:
+            # The row's state is unknown: drop its view rather than keep it stale.
+            self.stats.failed_refreshes += 1
+            log.warning("cannot read a row another process changed (%s); dropping its view",
+                        exc)
+            cache.drop_scopes([key])
+            return
+        cached = cache.cached_record(key)
+        if record is None:
+            cache.forget([key])
+        elif cached is not None and record.rev < cached.rev:
+            # A row's rev only grows while it lives: this one was deleted and
+            # written anew (or a newer local write landed meanwhile). Reload.
+            cache.drop_scopes([key])
+        else:
+            cache.apply([record])
+        self.stats.rows_refreshed += 1

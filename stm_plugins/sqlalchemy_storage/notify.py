@@ -1,0 +1,148 @@
+"""PostgreSQL change notices: ``NOTIFY`` inside each write, ``LISTEN`` for others'.
+
+A write statement is wrapped so that the same statement also calls
+``pg_notify`` with what it changed, computed in SQL from the rows it returned::
+
+    WITH stm_changed AS (<the upsert or delete ... RETURNING ...>),
+         stm_note AS (SELECT pg_notify('<channel>', <payload>) FROM stm_changed
+                      HAVING count(*) > 0)
+    SELECT stm_changed.* FROM stm_changed LEFT OUTER JOIN stm_note ON true
+
+The write keeps its single round trip; PostgreSQL delivers the notice at
+COMMIT and drops it on rollback. The payload is compact JSON::
+
+    {"o": "<writer instance id>", "k": [[scope, server, user, channel, persona], ...]}
+    {"o": ..., "s": [server ids]}        settings or categories changed
+    {"o": ..., "u": [user ids]}          preferences changed
+    {"o": ..., "p": <cutoff ms>}         the janitor purged older rows
+    {"o": ..., "x": 1}                   too much to name: drop everything
+
+PostgreSQL refuses payloads of 8000 bytes or more, so a longer one is sent as
+``"x"`` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.sql.expression import ClauseElement
+
+from stm_core.storage.records import ChangeNotice, MemoryKey
+
+log = logging.getLogger("stm.storage.postgres")
+
+#: What a wrapped statement announces: memory keys, servers or users.
+Announce = Literal["k", "s", "u"]
+
+#: Payloads at least this long are replaced by ``{"x": 1}`` (PostgreSQL's limit is 8000).
+MAX_PAYLOAD_BYTES = 7900
+_SAFE_LITERAL = re.compile(r"[A-Za-z0-9_]+")
+
+
+def channel_for(schema: str | None) -> str:
+    """One channel per store: stores in different schemas do not hear each other."""
+    name = f"stm_changes_{schema}" if schema else "stm_changes"
+    if len(name) > 63:  # PostgreSQL truncates identifiers longer than this
+        name = "stm_changes_" + hashlib.sha1(name.encode()).hexdigest()[:20]
+    return name
+
+
+def _literal(text: str) -> sa.ColumnElement[str]:
+    if not _SAFE_LITERAL.fullmatch(text):
+        raise ValueError(f"{text!r} is not a plain name")
+    return sa.literal_column(f"'{text}'", sa.Text)
+
+
+def with_notice(statement: Any, *, channel: str, origin: str, what: Announce) -> ClauseElement:
+    """``statement`` (rows returned as before) plus a NOTIFY of what it changed."""
+    changed = statement.cte("stm_changed")
+    c = changed.c
+    item: Any
+    if what == "k":
+        item = sa.func.json_build_array(c.scope_kind, c.server_id, c.user_id, c.channel_id,
+                                        c.persona_id)
+    elif what == "s":
+        item = c.server_id
+    else:
+        item = c.user_id
+    payload = sa.cast(sa.func.json_build_object(
+        sa.literal_column("'o'", sa.Text), _literal(origin),
+        sa.literal_column(f"'{what}'", sa.Text), sa.func.json_agg(item)), sa.Text)
+    everything = sa.literal_column(f"'{{\"o\":\"{origin}\",\"x\":1}}'", sa.Text)
+    bounded = sa.case((sa.func.octet_length(payload) < MAX_PAYLOAD_BYTES, payload),
+                      else_=everything)
+    note = (sa.select(sa.func.pg_notify(_literal(channel), bounded).label("sent"))
+            .select_from(changed).having(sa.func.count() > 0).cte("stm_note"))
+    return sa.select(*c).select_from(changed.outerjoin(note, sa.true()))
+
+
+def notice_payload(origin: str, **fields: object) -> str:
+    return json.dumps({"o": origin, **fields}, separators=(",", ":"))
+
+
+def decode_notice(payload: str) -> ChangeNotice | None:
+    """The notice in a payload, or ``None`` (logged) when it is not one of ours."""
+    try:
+        data = json.loads(payload)
+        origin = str(data["o"])
+        if data.get("x"):
+            return ChangeNotice(origin=origin, everything=True)
+        keys = tuple(MemoryKey(scope_kind=k[0], server_id=k[1], user_id=k[2], channel_id=k[3],
+                               persona_id=k[4]) for k in data.get("k") or ())
+        cutoff = data.get("p")
+        return ChangeNotice(origin=origin, keys=keys,
+                            servers=tuple(str(s) for s in data.get("s") or ()),
+                            users=tuple(str(u) for u in data.get("u") or ()),
+                            purged_before_ms=None if cutoff is None else int(cutoff))
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        log.warning("ignoring a malformed change notice (%s): %.200r", exc, payload)
+        return None
+
+
+class PgSubscription:
+    """A dedicated connection (outside the pool) that LISTENs on the channel."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    @property
+    def backend_pid(self) -> int:
+        return int(self._conn.get_server_pid())
+
+    async def check(self, timeout_s: float) -> None:
+        await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout_s)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None or conn.is_closed():
+            return
+        try:
+            await asyncio.wait_for(conn.close(), 2.0)
+        except Exception:
+            conn.terminate()
+
+
+async def subscribe(connect: Callable[[], Any], channel: str,
+                    on_notice: Callable[[ChangeNotice], None],
+                    on_lost: Callable[[], None]) -> PgSubscription:
+    conn = await connect()
+
+    def listener(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+        notice = decode_notice(payload)
+        if notice is not None:
+            on_notice(notice)
+
+    try:
+        await conn.add_listener(channel, listener)
+    except BaseException:
+        conn.terminate()
+        raise
+    conn.add_termination_listener(lambda _conn: on_lost())
+    return PgSubscription(conn)
