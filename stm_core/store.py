@@ -339,7 +339,8 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
                      plugins: Iterable[object] = (), load_entrypoints: bool = True,
                      plugin_manager: StmPluginManager | None = None,
                      clock: Clock | None = None,
-                     start_janitor: bool = False) -> AsyncIterator[Stm]:
+                     start_janitor: bool = False,
+                     listen_for_changes: bool = True) -> AsyncIterator[Stm]:
     """Open stm on a database URL (async context manager).
 
     :param url: e.g. ``sqlite+aiosqlite:///bot.db``,
@@ -352,6 +353,9 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
         ``load_entrypoints`` are ignored).
     :param clock: an injectable clock (tests, replays).
     :param start_janitor: run the janitor on its interval while the store is open.
+    :param listen_for_changes: follow other processes' writes (PostgreSQL). A
+        short-lived store (one command) turns it off; its own writes are still
+        announced to the others.
 
     The schema is created or upgraded on open. On PostgreSQL (unless
     ``cross_process_invalidation`` is off) the store also listens for other
@@ -371,7 +375,8 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
     stm = Stm(adapter, pm=pm, settings=settings, clock=clock)
     try:
         await stm.setup()
-        await stm.start_listening()
+        if listen_for_changes:
+            await stm.start_listening()
         if start_janitor:
             stm.janitor.start()
         yield stm

@@ -31,7 +31,10 @@ async def open_cli_store(state: CliState) -> AsyncIterator[Stm]:
         path = default_database_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         note(f"using the default database {path} (set --db or STM_DATABASE_URL to change)")
-    async with open_store(state.effective_url, settings=state.settings) as stm:
+    # One command is short-lived: it announces its writes to running bots but
+    # needs no listener of its own.
+    async with open_store(state.effective_url, settings=state.settings,
+                          listen_for_changes=False) as stm:
         yield stm
 
 

@@ -184,3 +184,17 @@ async def test_one_process_without_a_maximum_age_never_expires(sqlite_url: str) 
         clock.advance(hours=5)
         await stm.build_context(turn())
         assert stm.cache.stats.misses == loads
+
+
+async def test_a_store_that_does_not_listen_still_announces_its_writes(pg_url: str) -> None:
+    # What the `stm` command does: a short-lived store with no listener whose
+    # admin edits must still reach the running bots.
+    clock = ManualClock()
+    async with open_store(pg_url, clock=clock, settings=Settings(),
+                          load_entrypoints=False) as bot, \
+            open_store(pg_url, clock=clock, settings=Settings(), load_entrypoints=False,
+                       listen_for_changes=False) as command:
+        assert bot.listener is not None and command.listener is None
+        assert (await bot.build_context(turn())).nudge_injection_depth == 2  # cached
+        await command.admin.set_server_params(SERVER, nudge_injection_depth=9)
+        await eventually(lambda: _depth(bot, 9))
