@@ -228,6 +228,16 @@ class MemoryCache:
         if user is not None:
             user.prefs = prefs
 
+    def forget_older_than(self, cutoff_ms: int) -> None:
+        """Mirror a janitor purge: forget cached rows untouched since ``cutoff_ms``."""
+        stale: list[MemoryKey] = []
+        for view in self.servers.values():
+            stale += [k for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
+        for user in self.users.values():
+            stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
+        if stale:
+            self.forget(stale)
+
     def cached_record(self, key: MemoryKey) -> MemoryRecord | None:
         view = self._view_for(key)
         return view.records.get(key) if view is not None else None

@@ -174,22 +174,12 @@ class InvalidationListener:
             cache.drop_user(user_id)
             self.stats.views_dropped += 1
         if notice.purged_before_ms is not None:
-            self._forget_purged(notice.purged_before_ms)
+            cache.forget_older_than(notice.purged_before_ms)
         for key in notice.keys:
             if cache.holds_scope(key):
                 self._pending[key] = None
         if self._pending:
             self._wake_applier.set()
-
-    def _forget_purged(self, cutoff_ms: int) -> None:
-        cache = self._stm.cache
-        stale: list[MemoryKey] = []
-        for view in cache.servers.values():
-            stale += [k for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
-        for user in cache.users.values():
-            stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
-        if stale:
-            cache.forget(stale)
 
     async def _apply_rows(self) -> None:
         """Read each announced row again and apply it (one task, so rows of

@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from stm_core.storage.records import MemoryKey
-
 if TYPE_CHECKING:
     from stm_core.store import Stm
 
@@ -79,19 +77,9 @@ class Janitor:
             await asyncio.sleep(pause_s)
         if total:
             log.info("janitor deleted %d memory rows untouched since %d", total, cutoff)
-        self._forget_cached(cutoff)
+        # The cache must never hold a row the database no longer has.
+        self.stm.cache.forget_older_than(cutoff)
         return total
-
-    def _forget_cached(self, cutoff_ms: int) -> None:
-        """The cache must never hold a row the database no longer has."""
-        cache = self.stm.cache
-        stale: list[MemoryKey] = []
-        for view in cache.servers.values():
-            stale += [k for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
-        for user in cache.users.values():
-            stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
-        if stale:
-            cache.forget(stale)
 
     def start(self, interval_s: float | None = None, first_delay_s: float = 60) -> None:
         """Run every ``interval_s`` (default ``janitor_interval_hours``), the first

@@ -12,12 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import attrs
 
 from hookspecs import hookimpl
-from stm_core.errors import ValidationError
 from stm_core.expiry import is_expired
 from stm_core.plugin_types import StorageAdapterSpec
 from stm_core.settings import Settings
 from stm_core.storage.records import (
-    SERVER_SETTING_FIELDS,
     CaptureWrite,
     CategoryRecord,
     MemoryFilter,
@@ -28,6 +26,7 @@ from stm_core.storage.records import (
     ServerSettings,
     UserPrefs,
 )
+from stm_core.storage.validation import check_setting_names, require_filter
 
 SCHEMA_VERSION = 1
 
@@ -39,19 +38,6 @@ def matches(record: MemoryRecord, flt: MemoryFilter) -> bool:
             and (flt.server_id is None or key.server_id == flt.server_id)
             and (flt.scope_kind is None or key.scope_kind == flt.scope_kind)
             and (flt.persona_id is None or key.persona_id == flt.persona_id))
-
-
-def require_filter(flt: MemoryFilter) -> None:
-    if flt.is_empty():
-        raise ValidationError("a memory filter needs at least one of channel_id, user_id, "
-                              "server_id, scope_kind or persona_id", field="filter")
-
-
-def check_setting_names(changes: Mapping[str, object]) -> None:
-    unknown = sorted(set(changes) - set(SERVER_SETTING_FIELDS))
-    if unknown:
-        raise ValidationError(f"unknown server setting(s) {', '.join(unknown)}; allowed: "
-                              + ", ".join(SERVER_SETTING_FIELDS), field="changes")
 
 
 class MemoryAdapter:

@@ -31,7 +31,7 @@ from stm_core.storage.records import (
     ServerSettings,
     UserPrefs,
 )
-from stm_plugins.memory_storage import check_setting_names, require_filter
+from stm_core.storage.validation import check_setting_names, require_filter
 from stm_plugins.sqlalchemy_storage import codec
 from stm_plugins.sqlalchemy_storage import statements as st
 from stm_plugins.sqlalchemy_storage.compiled import Compiled, StatementCache
