@@ -131,7 +131,9 @@ def allowed(world: World, turn: Turn, row: Row) -> bool:
             and origin.id != turn.server_id and not origin.is_private(key.channel_id))
 
 
-async def scenario(world: World, lineage: str | None) -> None:
+async def scenario(world: World, lineage: str | None) -> int:
+    """Build every turn of the world's current server and a DM turn, check each;
+    returns how many turns were checked."""
     clock = ManualClock()
     async with open_store("memory://", plugin_manager=PM, clock=clock,
                           settings=Settings(max_other_channels=world.cap)) as stm:
@@ -148,11 +150,14 @@ async def scenario(world: World, lineage: str | None) -> None:
             text = ctx.memory_items[0].text if ctx.memory_items else ""
             shown = {row for row in world.rows if row.marker in text}
             check(world, current, turn, shown)
+        return len(turns)
 
 
 def check(world: World, current: Server, turn: Turn, shown: set[Row]) -> None:
     for row in shown:
         key = row.key
+        lineage = turn.persona_lineage_id
+        assert not lineage or row.lineage == lineage, f"lineage {lineage} saw {row.marker}"
         if turn.server_id is not None:
             assert key.server_id != "", f"DM memory {row.marker} shown in a server"
             here_private = current.is_private(turn.channel_id)

@@ -32,22 +32,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stm_core.clock import ManualClock
-from stm_core.models import Turn
-from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey
-from stm_core.store import open_store
 from tests.pipeline.test_visibility_properties import (
     CURRENT,
     LINEAGES,
     PERSONAS,
-    PM,
     USER,
     Row,
     Server,
     World,
-    check,
-    populate,
+    scenario,
 )
 
 from .support import add_figure, scaled
@@ -92,35 +86,13 @@ def world_from_seed(seed: int) -> World:
                  opt_in=rng.random() < 0.5, cap=rng.choice((3, 1000)))
 
 
-async def scenario(world: World, lineage: str | None) -> None:
-    async with open_store("memory://", plugin_manager=PM, clock=ManualClock(),
-                          settings=Settings(max_other_channels=world.cap)) as stm:
-        await populate(stm, world)
-        current = world.servers[0]
-        turns = [Turn(user_id=USER, channel_id=place, server_id=CURRENT,
-                      parent_channel_id=current.parent(place), persona_lineage_id=lineage,
-                      has_tools=False)
-                 for place in current.places]
-        turns.append(Turn(user_id=USER, channel_id="dm-now", persona_lineage_id=lineage,
-                          has_tools=False))
-        for turn in turns:
-            ctx = await stm.build_context(turn)
-            text = ctx.memory_items[0].text if ctx.memory_items else ""
-            shown = {row for row in world.rows if row.marker in text}
-            check(world, current, turn, shown)
-            if lineage:
-                leaked = [r.marker for r in shown if r.lineage != lineage]
-                assert not leaked, f"lineage {lineage} saw {leaked}"
-            COUNT["turns"] += 1
-
-
 @settings(max_examples=WORLDS, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**63), lineage=st.sampled_from((None, "L1", "L2")))
 def test_privacy_and_scope_hold_in_every_generated_world(seed: int,
                                                          lineage: str | None) -> None:
     COUNT["worlds"] += 1
-    LOOP.run_until_complete(scenario(world_from_seed(seed), lineage))
+    COUNT["turns"] += LOOP.run_until_complete(scenario(world_from_seed(seed), lineage))
 
 
 def test_report_privacy_figures(figures: dict[str, Any]) -> None:
