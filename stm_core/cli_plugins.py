@@ -63,6 +63,7 @@ def plugins_table(infos: list[PluginInfo]) -> Table:
             info.kind, " ".join(p for p in (info.distribution, info.version) if p))
         lines = [", ".join(h.removeprefix("stm_") for h in info.hooks)] if info.hooks else []
         lines += [f"[dim]{escape(line)}[/]" for line in grouped_keys(info.provides)]
+        lines += [f"[yellow]warning: {escape(w)}[/]" for w in info.warnings]
         if info.error:
             lines.append(f"[red]{escape(info.error)}[/]")
         style = _STATUS_STYLE[info.status]
