@@ -200,6 +200,11 @@ class Hooks:
         """The permission policies' decision (no answer allows: a host that
         removed the built-in policy chose to check nothing)."""
         answer = self._call_or_refuse("stm_admin_permission", actor=actor, action=action)
+        if answer is not None and not isinstance(answer, bool):
+            # firstresult stopped at it, so it cannot abstain: a policy that
+            # answers nonsense refuses the call, as one that raises does.
+            raise PluginError(f"an stm_admin_permission policy answered {answer!r}, which is "
+                              f"not True, False or None; refusing {action.name}")
         return answer is not False
 
 
@@ -208,6 +213,8 @@ def _odd_answers(impls: Iterable[Any], kwargs: dict[str, Any]) -> list[tuple[str
     (called one by one again: only on this rare path, and hooks are pure)."""
     odd = []
     for impl in impls:
+        if impl.hookwrapper or impl.wrapper:  # they wrap answers, they give none
+            continue
         answer = impl.function(*(kwargs[name] for name in impl.argnames))
         if answer is not None and not isinstance(answer, bool):
             odd.append((impl.plugin_name, answer))

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hookspecs import hookimpl
+from stm_core import Actor, Settings, open_store
 from stm_core.errors import PluginError, PluginWarning
 from stm_core.hooks import Hooks
 from stm_core.introspect import describe_plugins
@@ -238,3 +239,44 @@ def test_an_installed_gate_answering_a_string_abstains(fake_site: FakeSite) -> N
 
     assert pm.has_plugin("sloppy")
     assert Hooks(pm).tool_available("acme-lite", True, True, False) is True
+
+
+def test_a_wrapper_around_the_gate_is_not_reported_as_an_odd_answer(
+        caplog: pytest.LogCaptureFixture) -> None:
+    class Wrapper:
+        __name__ = "gate_wrapper"
+
+        @hookimpl(wrapper=True)
+        def stm_tool_available(self) -> Any:
+            return (yield)
+
+    class Odd:
+        __name__ = "odd_gate"
+
+        @hookimpl
+        def stm_tool_available(self, provider: str) -> object:
+            return "no"
+
+    pm = create_plugin_manager(load_entrypoints=False, plugins=[Odd(), Wrapper()])
+    with caplog.at_level(logging.WARNING, logger="stm.hooks"):
+        assert Hooks(pm).tool_available("acme", True, True, False) is True
+
+    assert ["odd_gate" in r.getMessage() for r in caplog.records] == [True]
+
+
+@pytest.mark.parametrize("answer", ["yes", 1, "False"])
+async def test_a_permission_policy_answering_nonsense_refuses_the_call(answer: object) -> None:
+    class Sloppy:
+        __name__ = "sloppy_policy"
+
+        @hookimpl
+        def stm_admin_permission(self) -> object:
+            return answer
+
+    async with open_store("memory://", settings=Settings(), plugins=[Sloppy()],
+                          load_entrypoints=False) as stm:
+        manager = Actor(user_id="9", can_manage=True)
+        with pytest.raises(PluginError, match=rf"answered {answer!r}.*refusing "
+                                              r"set_server_params"):
+            await stm.admin.set_server_params("3001", refresh_cadence=3, actor=manager)
+        assert (await stm.admin.server_params("3001")).refresh_cadence == 5
