@@ -28,12 +28,14 @@ STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce wri
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
+STM_DEFAULT_RENDER_MODE                         (none)  render mode of servers that chose none
 =============================================== ======= =====================================
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -46,6 +48,8 @@ HOUR_MS = 3_600_000
 DEFAULT_LISTENING_MAX_AGE_MS = 300_000
 MINUTE_MS = 60_000
 DAY_MS = 86_400_000
+#: What a render mode key may look like (the plugins decide which exist).
+RENDER_MODE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 
 def _positive(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
@@ -86,6 +90,17 @@ class Settings:
     cache_max_age_seconds: float | None = attrs.field(default=None)
     listener_check_seconds: float = attrs.field(default=5.0)
     db_timeout_seconds: float = attrs.field(default=10.0)
+    #: Render mode of servers that set none (``None``: ``crude_summary``). Any
+    #: registered mode's key; checked against the plugins when a store opens.
+    default_render_mode: str | None = attrs.field(default=None)
+
+    @default_render_mode.validator
+    def _check_render_mode(self, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None and (not isinstance(value, str)
+                                  or not RENDER_MODE_KEY.fullmatch(value)):
+            raise ConfigurationError(
+                f"STM_DEFAULT_RENDER_MODE must be a render mode key (letters, digits, '_', "
+                f"'-' or '.'), got {value!r}")
 
     @cache_max_age_seconds.validator
     def _check_max_age(self, attribute: attrs.Attribute[Any], value: float | None) -> None:
@@ -104,6 +119,11 @@ class Settings:
         if value.upper() not in {"NORMAL", "FULL"}:
             raise ConfigurationError(
                 f"STM_SQLITE_SYNCHRONOUS must be NORMAL or FULL, got {value!r}")
+
+    @property
+    def render_mode(self) -> str:
+        """The render mode of servers that chose none."""
+        return self.default_render_mode or DEFAULT_RENDER_MODE
 
     @property
     def crude_ttl_ms(self) -> int:
@@ -194,6 +214,7 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_CACHE_MAX_AGE_SECONDS": ("cache_max_age_seconds", float),
     "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
     "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
+    "STM_DEFAULT_RENDER_MODE": ("default_render_mode", _str),
 }
 
 #: Ranges of the per-server parameters (admin API, CLI, import all enforce them).

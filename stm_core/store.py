@@ -46,8 +46,9 @@ from stm_core.models import (
     Turn,
 )
 from stm_core.plugins import StmPluginManager, create_plugin_manager
-from stm_core.profile import ProfileCache, ServerProfile
+from stm_core.profile import ProfileCache, ServerProfile, check_default_render_mode
 from stm_core.settings import Settings
+from stm_core.storage.factory import adapter_for_url
 from stm_core.storage.protocol import StorageAdapter
 from stm_core.storage.records import (
     CaptureWrite,
@@ -369,9 +370,8 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
             "(e.g. sqlite+aiosqlite:///stm.db)")
     pm = plugin_manager or create_plugin_manager(load_entrypoints=load_entrypoints,
                                                  plugins=plugins)
-    hooks = Hooks(pm)
-    spec = hooks.storage_adapter_for(url)
-    adapter = spec.factory(url, settings)
+    check_default_render_mode(Hooks(pm), settings)
+    adapter = adapter_for_url(url, settings, plugin_manager=pm)
     stm = Stm(adapter, pm=pm, settings=settings, clock=clock)
     try:
         await stm.setup()

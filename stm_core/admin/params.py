@@ -15,7 +15,6 @@ from stm_core.settings import (
     DEFAULT_CONTENT_DEPTH,
     DEFAULT_NUDGE_DEPTH,
     DEFAULT_REFRESH_CADENCE,
-    DEFAULT_RENDER_MODE,
     NUDGE_DEPTH_RANGE,
     REFRESH_CADENCE_RANGE,
     Settings,
@@ -75,7 +74,7 @@ def validate_params(changes: Mapping[str, object], *, settings: Settings,
 def defaults(settings: Settings) -> dict[str, int | str]:
     return {
         "refresh_cadence": DEFAULT_REFRESH_CADENCE,
-        "render_mode": DEFAULT_RENDER_MODE,
+        "render_mode": settings.render_mode,
         "crude_message_count": settings.default_crude_message_count,
         "nudge_injection_depth": DEFAULT_NUDGE_DEPTH,
         "content_injection_depth": DEFAULT_CONTENT_DEPTH,
