@@ -35,8 +35,9 @@ class PlainAdapter:
         return getattr(self._inner, name)
 
     async def load_server_settings(self, server_id: str) -> ServerSettings:
-        await asyncio.sleep(0)
-        return await self._inner.load_server_settings(server_id)
+        stored = await self._inner.load_server_settings(server_id)
+        await asyncio.sleep(0)  # others may write meanwhile
+        return stored
 
 
 class PlainPlugin:
