@@ -6,7 +6,9 @@ cleared exactly when the stored categories changed.
 Children forked from a warm process (:mod:`.import_forker`) import
 documents that differ in every section, one after another; the test kills
 each at a random moment (while opening the store, between imports, in the
-middle of one) and checks the database.
+middle of one) and checks the database. On PostgreSQL it first waits until
+the killed child's server sessions are gone: a COMMIT sent just before the
+kill still completes on the server, and the check must see its outcome.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ import signal
 import sqlite3
 from typing import Any
 
+import asyncpg
+
 from stm_core.storage.records import MemoryKey, MemoryWrite
 from stm_core.store import Stm, open_store
+from tests.conftest import asyncpg_dsn, postgres_base_url
 
 from .import_forker import SERVER, document
 from .support import add_figure, child_command, child_env, scaled
@@ -75,14 +80,39 @@ async def remember(stm: Stm) -> None:
                                                 set_summary=True, summary="kept")])
 
 
+class Sessions:
+    """The killed children's PostgreSQL sessions, found by application name."""
+
+    def __init__(self, db_url: str) -> None:
+        self.app = "stm_kill_" + db_url.rsplit("schema=", 1)[1]
+        self.child_url = f"{db_url}&application_name={self.app}"
+        self._conn: Any = None
+
+    async def gone(self) -> None:
+        if self._conn is None:
+            base = postgres_base_url()
+            assert base is not None
+            self._conn = await asyncpg.connect(asyncpg_dsn(base))
+        deadline = asyncio.get_running_loop().time() + 30
+        while await self._conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", self.app):
+            assert asyncio.get_running_loop().time() < deadline, "a session outlived its client"
+            await asyncio.sleep(0.005)
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+
+
 async def test_import_config_killed_mid_way_is_all_or_nothing(
         db_url: str, figures: dict[str, Any]) -> None:
     kills = scaled(50, 200)
     rng = random.Random(9)
     sqlite_path = db_url.split("///", 1)[1] if db_url.startswith("sqlite") else None
+    sessions = None if sqlite_path else Sessions(db_url)
     proc = await asyncio.create_subprocess_exec(
-        *child_command("import_forker", db_url), env=child_env(),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        *child_command("import_forker", sessions.child_url if sessions else db_url),
+        env=child_env(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
     forker = Forker(proc)
     torn: list[str] = []
     landed = 0
@@ -94,6 +124,8 @@ async def test_import_config_killed_mid_way_is_all_or_nothing(
             for _ in range(kills):
                 await remember(stm)
                 acks = await forker.run_and_kill(k + 1, rng)
+                if sessions is not None:
+                    await sessions.gone()
                 assert acks == list(range(k + 1, k + 1 + len(acks)))
                 last = acks[-1] if acks else k
                 allowed = {last: document(last) if acks else before, last + 1: document(last + 1)}
@@ -116,6 +148,8 @@ async def test_import_config_killed_mid_way_is_all_or_nothing(
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
+        if sessions is not None:
+            await sessions.close()
     assert torn == []
     backend = "sqlite" if sqlite_path else "postgres"
     add_figure(figures, f"import_kills_{backend}", kills)
