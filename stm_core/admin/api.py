@@ -22,8 +22,10 @@ Rules every method keeps:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from stm_core.admin import config_io
@@ -119,12 +121,18 @@ class Admin:
             return await self._settings_written(
                 server_id, ["private_channel_ids"], adapter.change_private_channels(
                     server_id, add=add, remove=remove, now_ms=self._stm.clock.now_ms()))
-        # An adapter without the capability: read, change, write back; atomic
-        # within this process only.
-        async with self._edit_lock:
+        async with self._edit_lock:  # see _serialised
             current = await adapter.load_server_settings(server_id)
             return await self._update(server_id, {
                 "private_channel_ids": (current.private_channel_ids | add) - remove})
+
+    def _serialised(self) -> AbstractAsyncContextManager[object]:
+        """On an adapter without AtomicServerEdits, edits that read and then
+        write the private-channel list or the categories take the store's lock:
+        atomic within this process only. Nothing to take otherwise."""
+        if isinstance(self._stm.adapter, AtomicServerEdits):
+            return contextlib.nullcontext()
+        return self._edit_lock
 
     def _params(self, stored: ServerSettings) -> ServerParams:
         return effective_params(stored, self._stm.settings)
@@ -331,7 +339,8 @@ class Admin:
         self._check(actor, "set_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
-        return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
+        async with self._serialised():  # not between another edit's read and write
+            return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
 
     async def add_private_channels(self, server_id: str, *,
                                    channel_ids: Iterable[str],
@@ -573,10 +582,11 @@ class Admin:
                                                server_id, changes, categories,
                                                now_ms=self._stm.clock.now_ms()))
         else:  # an adapter without the capability: two transactions
-            current = await adapter.load_server_settings(server_id)
-            await self._update(server_id, changes)
-            if categories != current.categories:
-                await self._replace_categories(server_id, categories)
+            async with self._edit_lock:
+                current = await adapter.load_server_settings(server_id)
+                await self._update(server_id, changes)
+                if categories != current.categories:
+                    await self._replace_categories(server_id, categories)
         return await self.export_config(server_id)
 
 
