@@ -7,7 +7,7 @@ nothing survives the process.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -26,7 +26,7 @@ from stm_core.storage.records import (
     ServerSettings,
     UserPrefs,
 )
-from stm_core.storage.validation import check_setting_names, require_filter
+from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
 
 SCHEMA_VERSION = 1
 
@@ -159,13 +159,42 @@ class MemoryAdapter:
             new = attrs.evolve(old, categories=tuple(sorted(categories, key=lambda c: c.position)),
                                updated_at_ms=now_ms)
             self._settings[server_id] = new
-            removed: list[MemoryKey] = []
-            if clear_server_memories:
-                removed = [k for k in self._memories
-                           if k.scope_kind == "server" and k.server_id == server_id]
-                for k in removed:
-                    del self._memories[k]
+            removed = self._drop_server_rows(server_id) if clear_server_memories else []
             return new, removed
+
+    async def change_private_channels(self, server_id: str, *,
+                                      add: Collection[str] = frozenset(),
+                                      remove: Collection[str] = frozenset(),
+                                      now_ms: int) -> ServerSettings:
+        added, removed = channel_id_set("add", add), channel_id_set("remove", remove)
+        async with self._lock:
+            old = self._settings.get(server_id) or ServerSettings(server_id=server_id)
+            new = attrs.evolve(old, updated_at_ms=now_ms,
+                               private_channel_ids=(old.private_channel_ids | added) - removed)
+            self._settings[server_id] = new
+            return new
+
+    async def replace_server_config(self, server_id: str, changes: Mapping[str, object],
+                                    categories: Sequence[CategoryRecord], *,
+                                    now_ms: int) -> tuple[ServerSettings, list[MemoryKey]]:
+        check_setting_names(changes)
+        ordered = tuple(sorted(categories, key=lambda c: c.position))
+        async with self._lock:
+            old = self._settings.get(server_id) or ServerSettings(server_id=server_id)
+            new = attrs.evolve(old, categories=ordered, updated_at_ms=now_ms,
+                               **changes)  # type: ignore[arg-type]
+            removed: list[MemoryKey] = []
+            if old.categories != ordered:
+                removed = self._drop_server_rows(server_id)
+            self._settings[server_id] = new
+            return new, removed
+
+    def _drop_server_rows(self, server_id: str) -> list[MemoryKey]:
+        removed = [k for k in self._memories
+                   if k.scope_kind == "server" and k.server_id == server_id]
+        for k in removed:
+            del self._memories[k]
+        return removed
 
     async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
                              now_ms: int) -> UserPrefs:

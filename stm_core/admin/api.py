@@ -21,8 +21,11 @@ Rules every method keeps:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from stm_core.admin import config_io
@@ -46,6 +49,7 @@ from stm_core.admin.values import (
 from stm_core.errors import PermissionDenied, ValidationError
 from stm_core.plugin_types import Actor, AdminAction
 from stm_core.profile import DEFAULT_CATEGORY, build_profile, detect_mode
+from stm_core.storage.protocol import AtomicServerEdits
 from stm_core.storage.records import (
     DM_SERVER,
     CategoryRecord,
@@ -67,6 +71,8 @@ class Admin:
 
     def __init__(self, stm: Stm) -> None:
         self._stm = stm
+        #: Serialises read-modify-write edits on adapters without AtomicServerEdits.
+        self._edit_lock = asyncio.Lock()
 
     # -- plumbing ----------------------------------------------------------------
     def _check(self, actor: Actor | None, name: str, *, writes: bool, scope: str,
@@ -90,15 +96,43 @@ class Admin:
         return stored
 
     async def _update(self, server_id: str, changes: Mapping[str, object]) -> ServerSettings:
+        write = self._stm.adapter.update_server_settings(server_id, changes,
+                                                         now_ms=self._stm.clock.now_ms())
+        return await self._settings_written(server_id, sorted(changes), write)
+
+    async def _settings_written(self, server_id: str, names: Iterable[str],
+                                write: Awaitable[ServerSettings]) -> ServerSettings:
+        """Await a settings write and mirror what it committed into the cache."""
         try:
-            stored = await self._stm.adapter.update_server_settings(
-                server_id, changes, now_ms=self._stm.clock.now_ms())
+            stored = await write
         except BaseException:
             self._stm.cache.drop_settings(server_id)
             raise
         self._stm.cache.put_settings(stored)
-        log.info("server %s settings changed: %s", server_id, ", ".join(sorted(changes)))
+        log.info("server %s settings changed: %s", server_id, ", ".join(names))
         return stored
+
+    async def _change_private(self, server_id: str, *, add: frozenset[str] = frozenset(),
+                              remove: frozenset[str] = frozenset()) -> ServerSettings:
+        """Add or remove private channels as one step at the database, so
+        concurrent edits (from any process) never lose one another."""
+        adapter = self._stm.adapter
+        if isinstance(adapter, AtomicServerEdits):
+            return await self._settings_written(
+                server_id, ["private_channel_ids"], adapter.change_private_channels(
+                    server_id, add=add, remove=remove, now_ms=self._stm.clock.now_ms()))
+        async with self._edit_lock:  # see _serialised
+            current = await adapter.load_server_settings(server_id)
+            return await self._update(server_id, {
+                "private_channel_ids": (current.private_channel_ids | add) - remove})
+
+    def _serialised(self) -> AbstractAsyncContextManager[object]:
+        """On an adapter without AtomicServerEdits, edits that read and then
+        write the private-channel list or the categories take the store's lock:
+        atomic within this process only. Nothing to take otherwise."""
+        if isinstance(self._stm.adapter, AtomicServerEdits):
+            return contextlib.nullcontext()
+        return self._edit_lock
 
     def _params(self, stored: ServerSettings) -> ServerParams:
         return effective_params(stored, self._stm.settings)
@@ -240,10 +274,20 @@ class Admin:
 
     async def _replace_categories(self, server_id: str,
                                   records: tuple[CategoryRecord, ...]) -> ServerCategories:
-        try:
-            stored, removed = await self._stm.adapter.replace_categories(
+        stored, removed = await self._categories_written(
+            server_id, len(records), self._stm.adapter.replace_categories(
                 server_id, records, now_ms=self._stm.clock.now_ms(),
-                clear_server_memories=True)
+                clear_server_memories=True))
+        return self._categories(stored, cleared=len(removed))
+
+    async def _categories_written(
+            self, server_id: str, count: int,
+            write: Awaitable[tuple[ServerSettings, list[MemoryKey]]],
+    ) -> tuple[ServerSettings, list[MemoryKey]]:
+        """Await a write that replaced the categories (and maybe cleared the
+        server's memories) and mirror what it committed into the cache."""
+        try:
+            stored, removed = await write
         except BaseException:
             self._stm.cache.drop_settings(server_id)
             self._stm.cache.drop_scopes([MemoryKey.server(server_id, "", None)])
@@ -251,8 +295,8 @@ class Admin:
         self._stm.cache.put_settings(stored)
         self._stm.cache.forget(removed)
         log.info("server %s categories replaced (%d); %d server memories cleared",
-                 server_id, len(records), len(removed))
-        return self._categories(stored, cleared=len(removed))
+                 server_id, count, len(removed))
+        return stored, removed
 
     # -- capability switch ---------------------------------------------------------
     @staticmethod
@@ -295,7 +339,8 @@ class Admin:
         self._check(actor, "set_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
-        return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
+        async with self._serialised():  # not between another edit's read and write
+            return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
 
     async def add_private_channels(self, server_id: str, *,
                                    channel_ids: Iterable[str],
@@ -303,9 +348,7 @@ class Admin:
         self._check(actor, "add_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
-        current = await self._stm.adapter.load_server_settings(server_id)
-        return self._privacy(await self._update(
-            server_id, {"private_channel_ids": current.private_channel_ids | ids}))
+        return self._privacy(await self._change_private(server_id, add=ids))
 
     async def remove_private_channels(self, server_id: str, *,
                                       channel_ids: Iterable[str],
@@ -314,9 +357,7 @@ class Admin:
                     server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
-        current = await self._stm.adapter.load_server_settings(server_id)
-        return self._privacy(await self._update(
-            server_id, {"private_channel_ids": current.private_channel_ids - ids}))
+        return self._privacy(await self._change_private(server_id, remove=ids))
 
     async def set_privacy_bypass(self, server_id: str, *, bypass: bool,
                                  actor: Actor | None = None) -> PrivacySettings:
@@ -511,7 +552,9 @@ class Admin:
         """Validate a document from :meth:`export_config` completely, then apply
         it to ``server_id``; returns the configuration now stored.
 
-        Server memories are cleared only when the categories change.
+        The whole document is written in one transaction (all of it or none
+        of it); server memories are cleared in it only when the categories
+        it finds stored differ from the document's.
         """
         self._check(actor, "import_config", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
@@ -532,10 +575,18 @@ class Admin:
         categories = check_categories(
             ((f"categories[{i}]", c.label, c.description) for i, c in enumerate(doc.categories)),
             max_categories=self._stm.settings.max_categories)
-        current = await self._stm.adapter.load_server_settings(server_id)
-        await self._update(server_id, changes)
-        if categories != current.categories:
-            await self._replace_categories(server_id, categories)
+        adapter = self._stm.adapter
+        if isinstance(adapter, AtomicServerEdits):
+            await self._categories_written(server_id, len(categories),
+                                           adapter.replace_server_config(
+                                               server_id, changes, categories,
+                                               now_ms=self._stm.clock.now_ms()))
+        else:  # an adapter without the capability: two transactions
+            async with self._edit_lock:
+                current = await adapter.load_server_settings(server_id)
+                await self._update(server_id, changes)
+                if categories != current.categories:
+                    await self._replace_categories(server_id, categories)
         return await self.export_config(server_id)
 
 

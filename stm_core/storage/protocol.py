@@ -12,7 +12,7 @@ longest TTL, plus point lookups).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from stm_core.storage.records import (
@@ -112,6 +112,39 @@ class StorageAdapter(Protocol):
 
     async def count_memories(self) -> int:
         """Number of memory rows (operators, janitor progress)."""
+        ...
+
+
+@runtime_checkable
+class AtomicServerEdits(Protocol):
+    """Optional capability: server-setting edits that depend on what is stored,
+    each done as one atomic step at the database.
+
+    The admin API uses these when the adapter has them, so concurrent edits
+    from several processes never lose one another. An adapter without them
+    still works: the admin API then reads, changes and writes back (atomic
+    within one process only) and imports a configuration in two transactions.
+    The built-in adapters have both.
+    """
+
+    async def change_private_channels(self, server_id: str, *,
+                                      add: Collection[str] = frozenset(),
+                                      remove: Collection[str] = frozenset(),
+                                      now_ms: int) -> ServerSettings:
+        """Store ``(stored private channels | add) - remove`` in one atomic step,
+        computed from the list as it is when the step runs (not as it was read)."""
+        ...
+
+    async def replace_server_config(self, server_id: str, changes: Mapping[str, object],
+                                    categories: Sequence[CategoryRecord], *,
+                                    now_ms: int) -> tuple[ServerSettings, list[MemoryKey]]:
+        """Upsert ``changes`` (as :meth:`StorageAdapter.update_server_settings`)
+        and replace the categories, all in one transaction.
+
+        The server-scope memory rows of the server are deleted in the same
+        transaction, and their keys returned, only when the categories stored
+        when it runs differ from ``categories`` (position, label, description).
+        """
         ...
 
 

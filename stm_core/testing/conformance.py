@@ -30,7 +30,7 @@ import pytest
 
 from stm_core.errors import ValidationError
 from stm_core.models import CrudeMessage
-from stm_core.storage.protocol import StorageAdapter
+from stm_core.storage.protocol import AtomicServerEdits, StorageAdapter
 from stm_core.storage.records import (
     CaptureWrite,
     CategoryRecord,
@@ -485,6 +485,65 @@ class StorageAdapterConformance:
                                                       clear_server_memories=False)
         assert removed == []
         assert await adapter.count_memories() == 8
+
+    # -- atomic server edits (optional capability) -------------------------------------
+    @staticmethod
+    def _atomic(adapter: StorageAdapter) -> AtomicServerEdits:
+        if not isinstance(adapter, AtomicServerEdits):
+            pytest.skip("the adapter does not offer AtomicServerEdits (optional)")
+        return adapter
+
+    async def test_change_private_channels_adds_and_removes(
+            self, adapter: StorageAdapter) -> None:
+        atomic = self._atomic(adapter)
+        first = await atomic.change_private_channels(GUILD, add={"a", "b"}, now_ms=NOW)
+        assert first.private_channel_ids == {"a", "b"}
+        await adapter.update_server_settings(GUILD, {"refresh_cadence": 4}, now_ms=NOW + 1)
+        more = await atomic.change_private_channels(GUILD, add={"c", "a"}, remove={"b"},
+                                                    now_ms=NOW + 2)
+        assert more.private_channel_ids == {"a", "c"}
+        assert more.refresh_cadence == 4
+        assert (await adapter.load_server_settings(GUILD)).private_channel_ids == {"a", "c"}
+        gone = await atomic.change_private_channels(GUILD, remove={"a", "c", "zz"},
+                                                    now_ms=NOW + 3)
+        assert gone.private_channel_ids == frozenset()
+        with pytest.raises(ValidationError):
+            await atomic.change_private_channels(GUILD, add="abc", now_ms=NOW + 4)
+
+    async def test_concurrent_private_channel_adds_are_all_kept(
+            self, adapter: StorageAdapter) -> None:
+        atomic = self._atomic(adapter)
+        await atomic.change_private_channels(GUILD, add={"keep", "drop0"}, now_ms=NOW)
+        await asyncio.gather(
+            *(atomic.change_private_channels(GUILD, add={f"c{i}"}, now_ms=NOW + i)
+              for i in range(25)),
+            *(atomic.change_private_channels(GUILD, remove={"drop0"}, now_ms=NOW)
+              for _ in range(3)))
+        stored = await adapter.load_server_settings(GUILD)
+        assert stored.private_channel_ids == {"keep"} | {f"c{i}" for i in range(25)}
+
+    async def test_replace_server_config_writes_settings_and_categories_together(
+            self, adapter: StorageAdapter) -> None:
+        atomic = self._atomic(adapter)
+        keys = await self._populate(adapter)
+        cats = [CategoryRecord(position=0, label="Mood", description="how people feel")]
+        settings, removed = await atomic.replace_server_config(
+            GUILD, {"refresh_cadence": 9, "private_channel_ids": ["p"]}, cats, now_ms=NOW)
+        server_rows = {k for k in keys if k.scope_kind == "server" and k.server_id == GUILD}
+        assert set(removed) == server_rows  # the categories changed
+        assert settings.refresh_cadence == 9 and settings.private_channel_ids == {"p"}
+        assert [c.label for c in settings.categories] == ["Mood"]
+        assert await adapter.load_server_settings(GUILD) == settings
+        await summarize(adapter, server_key("c9"), "kept")
+        same, none_removed = await atomic.replace_server_config(
+            GUILD, {"refresh_cadence": None}, cats, now_ms=NOW + 1)
+        assert none_removed == []  # same categories: memories stay
+        assert same.refresh_cadence is None and same.private_channel_ids == {"p"}
+        assert await adapter.get_memory(server_key("c9")) is not None
+        _, cleared = await atomic.replace_server_config(GUILD, {}, [], now_ms=NOW + 2)
+        assert cleared == [server_key("c9")]
+        with pytest.raises(ValidationError):
+            await atomic.replace_server_config(GUILD, {"nope": 1}, [], now_ms=NOW + 3)
 
     # -- user preferences ----------------------------------------------------------------
     async def test_user_prefs_default_and_round_trip(self, adapter: StorageAdapter) -> None:

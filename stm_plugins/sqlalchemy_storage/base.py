@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Dialect
@@ -31,7 +31,7 @@ from stm_core.storage.records import (
     ServerSettings,
     UserPrefs,
 )
-from stm_core.storage.validation import check_setting_names, require_filter
+from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
 from stm_plugins.sqlalchemy_storage import codec
 from stm_plugins.sqlalchemy_storage import statements as st
 from stm_plugins.sqlalchemy_storage.compiled import Compiled, StatementCache
@@ -220,6 +220,55 @@ class SqlStorageAdapter(abc.ABC):
                                             if clear_server_memories else results[-1])
         removed = [codec.key_from_row(r) for r in results[-1]] if clear_server_memories else []
         return settings, removed
+
+    async def change_private_channels(self, server_id: str, *,
+                                      add: Collection[str] = frozenset(),
+                                      remove: Collection[str] = frozenset(),
+                                      now_ms: int) -> ServerSettings:
+        added, removed = channel_id_set("add", add), channel_id_set("remove", remove)
+        compiled = self.statement("private_channels_upsert", lambda: self._announce(
+            st.private_channels_upsert(self.dialect_name), "s"))
+        ident = {"server_id": server_id}
+        row, cats = await self._write([
+            Step(compiled, {**ident, "now": now_ms,
+                            "private_channel_ids": codec.encode_ids(added - removed),
+                            "add": codec.encode_ids(added),
+                            "remove": codec.encode_ids(removed)}, Want.ONE),
+            Step(self.statement("categories_rows", st.categories_rows), ident, Want.ALL),
+        ])
+        return codec.settings_from_rows(server_id, row, cats)
+
+    async def replace_server_config(self, server_id: str, changes: Mapping[str, object],
+                                    categories: Sequence[CategoryRecord], *,
+                                    now_ms: int) -> tuple[ServerSettings, list[MemoryKey]]:
+        check_setting_names(changes)
+        _check_positions(categories)
+        values = codec.setting_params(changes)
+        columns = tuple(f for f in SERVER_SETTING_FIELDS if f in values)
+        ident = {"server_id": server_id}
+        rows = [codec.category_params(server_id, c) for c in categories]
+        wanted = {f"cat_{name}_{i}": row[name] for i, row in enumerate(rows)
+                  for name in ("position", "label", "description")}
+        count = len(rows)
+        # The settings upsert comes first: it locks the server's row, which every
+        # category writer locks first too, so the comparison below sees the
+        # categories as they are when this transaction commits.
+        steps = [
+            Step(self._settings_upsert(columns), {**values, **ident, "now": now_ms}, Want.ONE),
+            Step(self.statement(("delete_server_rows_unless", count), lambda: self._announce(
+                st.delete_server_rows_unless_categories(count), "k")), {**ident, **wanted},
+                Want.ALL),
+            Step(self.statement("categories_delete", st.categories_delete), ident,
+                 Want.NOTHING),
+        ]
+        if rows:
+            steps.append(Step(self.statement("categories_insert", st.categories_insert),
+                              rows, Want.MANY))
+        steps.append(Step(self.statement("categories_rows", st.categories_rows), ident,
+                          Want.ALL))
+        results = await self._write(steps)
+        settings = codec.settings_from_rows(server_id, results[0], results[-1])
+        return settings, [codec.key_from_row(r) for r in results[1]]
 
     async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
                              now_ms: int) -> UserPrefs:

@@ -23,6 +23,7 @@ from stm_core.storage.records import (
     ServerSettings,
     UserPrefs,
 )
+from stm_core.storage.validation import channel_id_set
 
 # Compact, UTF-8 kept as is; built once (json.dumps with options builds one per call).
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -161,16 +162,13 @@ def _bool(name: str, value: object) -> bool:
     raise ValidationError(f"{name} must be true or false, got {value!r}", field=name)
 
 
+def encode_ids(ids: frozenset[str]) -> str:
+    """The stored form of a set of ids: a sorted JSON array."""
+    return _encode(sorted(ids))
+
+
 def _channel_ids(name: str, value: object) -> str:
-    if value is None:
-        return "[]"
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ValidationError(f"{name} must be a collection of channel ids, got {value!r}",
-                              field=name)
-    ids = list(value)
-    if not all(isinstance(i, str) for i in ids):
-        raise ValidationError(f"{name} must hold channel ids as text", field=name)
-    return _encode(sorted(set(ids)))
+    return encode_ids(channel_id_set(name, value))
 
 
 _SETTING_ENCODERS: dict[str, Callable[[str, object], object]] = {

@@ -3,9 +3,9 @@
 ``stm_schema_version`` holds one row per applied version; the highest is the
 database's version. A fresh database replays every step from the first, so the
 path from version 1 to the latest is the one every install takes. Each step is
-applied in a transaction of its own, under a lock (SQLite ``BEGIN IMMEDIATE``,
-a PostgreSQL advisory lock) and after re-reading the version, so two processes
-starting together apply it once.
+applied in a transaction of its own, under a lock (SQLite ``BEGIN IMMEDIATE``;
+a PostgreSQL advisory lock held from the first version read to the last step)
+and after re-reading the version, so processes starting together apply it once.
 
 To change the schema: edit :mod:`.schema`, add a step that turns the previous
 version into the new one, and keep the ``V1_TABLES`` snapshot of step 1

@@ -229,6 +229,64 @@ def settings_upsert(dialect: str, columns: Sequence[str]) -> ClauseElement:
         index_elements=[s.server_id], set_=changes).returning(*SETTINGS_COLUMNS)
 
 
+#: The stored private-channel list (a JSON array of ids) with ``add`` joined and
+#: ``remove`` taken out, computed from the row's current value at the database.
+_PRIVATE_CHANNELS_SQL = {
+    "sqlite": ("(SELECT coalesce(json_group_array(value), '[]') FROM ("
+               "SELECT value FROM json_each(stm_server_settings.private_channel_ids) "
+               "UNION SELECT value FROM json_each(:add) "
+               "EXCEPT SELECT value FROM json_each(:remove) ORDER BY value))"),
+    "postgresql": ("(SELECT coalesce(json_agg(v ORDER BY v), '[]'::json)::text FROM ("
+                   "SELECT json_array_elements_text("
+                   "stm_server_settings.private_channel_ids::json) AS v "
+                   "UNION SELECT json_array_elements_text(CAST(:add AS json)) "
+                   "EXCEPT SELECT json_array_elements_text(CAST(:remove AS json))) AS ids)"),
+}
+
+
+def private_channels_upsert(dialect: str) -> ClauseElement:
+    """Add and remove private channel ids in one statement: the new list is
+    computed from the row as the database holds it (the row is locked on
+    PostgreSQL, the whole database on SQLite), so concurrent edits never lose
+    each other's ids. A new row gets ``private_channel_ids`` as given."""
+    b = _Binds()
+    s = server_settings.c
+    stmt = _insert(dialect)(server_settings).values(
+        server_id=b("server_id", s.server_id),
+        private_channel_ids=b("private_channel_ids", s.private_channel_ids),
+        updated_at_ms=b("now"), created_at_ms=b("now"))
+    merged = sa.text(_PRIVATE_CHANNELS_SQL[dialect]).bindparams(
+        sa.bindparam("add", type_=sa.Text()), sa.bindparam("remove", type_=sa.Text()))
+    return stmt.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=[s.server_id],
+        set_={"private_channel_ids": merged, "updated_at_ms": stmt.excluded.updated_at_ms},
+    ).returning(*SETTINGS_COLUMNS)
+
+
+def delete_server_rows_unless_categories(count: int) -> ClauseElement:
+    """Delete the server's server-scope rows unless its stored categories are
+    exactly the ``count`` given ones (``cat_position_i``, ``cat_label_i``,
+    ``cat_description_i``): an import clears memories only when the categories
+    really change, decided inside its own transaction."""
+    b = _Binds()
+    m = memories.c
+    c = categories.c
+    server = c.server_id == b("server_id", c.server_id)
+    stored = sa.select(sa.func.count()).where(server).scalar_subquery()
+    same: Any = sa.literal_column("0", sa.Integer)
+    if count:
+        match = sa.or_(*(sa.and_(c.position == b(f"cat_position_{i}", c.position),
+                                 c.label == b(f"cat_label_{i}", c.label),
+                                 c.description == b(f"cat_description_{i}", c.description))
+                         for i in range(count)))
+        same = sa.select(sa.func.count()).where(server, match).scalar_subquery()
+    wanted = sa.literal_column(str(int(count)), sa.Integer)
+    return sa.delete(memories).where(
+        m.scope_kind == sa.literal_column("'server'", sa.Text),
+        m.server_id == b("server_id", m.server_id),
+        sa.or_(stored != wanted, same != wanted)).returning(*KEY_COLUMNS)
+
+
 def categories_rows() -> ClauseElement:
     b = _Binds()
     c = categories.c
