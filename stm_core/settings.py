@@ -28,6 +28,7 @@ STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce wri
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
+STM_MEMORY_HISTORY_REVISIONS                    10      earlier revisions kept per memory (0-100)
 =============================================== ======= =====================================
 """
 
@@ -86,6 +87,15 @@ class Settings:
     cache_max_age_seconds: float | None = attrs.field(default=None)
     listener_check_seconds: float = attrs.field(default=5.0)
     db_timeout_seconds: float = attrs.field(default=10.0)
+    #: Earlier summary/category revisions kept per memory row for undo (0: none).
+    memory_history_revisions: int = attrs.field(default=10)
+
+    @memory_history_revisions.validator
+    def _check_history(self, attribute: attrs.Attribute[Any], value: int) -> None:
+        low, high = MEMORY_HISTORY_RANGE
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigurationError(f"STM_MEMORY_HISTORY_REVISIONS must be a whole number "
+                                     f"from {low} to {high}, got {value!r}")
 
     @cache_max_age_seconds.validator
     def _check_max_age(self, attribute: attrs.Attribute[Any], value: float | None) -> None:
@@ -194,6 +204,7 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_CACHE_MAX_AGE_SECONDS": ("cache_max_age_seconds", float),
     "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
     "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
+    "STM_MEMORY_HISTORY_REVISIONS": ("memory_history_revisions", int),
 }
 
 #: Ranges of the per-server parameters (admin API, CLI, import all enforce them).
@@ -201,6 +212,10 @@ REFRESH_CADENCE_RANGE = (1, 100)
 NUDGE_DEPTH_RANGE = (0, 20)
 CONTENT_DEPTH_RANGE = (-1, 20)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
+MEMORY_HISTORY_RANGE = (0, 100)
+#: Per-server prompt-cache policies (docs/concepts.md, "Prompt caches").
+CACHE_POLICIES = ("freshness", "stable")
+DEFAULT_CACHE_POLICY = "freshness"
 DEFAULT_REFRESH_CADENCE = 5
 DEFAULT_RENDER_MODE = "crude_summary"
 DEFAULT_NUDGE_DEPTH = 2
