@@ -23,6 +23,7 @@ from bench import (
     scenarios_cache,
     scenarios_janitor,
     scenarios_peers,
+    scenarios_prefix,
     scenarios_record,
     scenarios_scale,
 )
@@ -40,6 +41,7 @@ SCENARIOS: dict[str, Scenario] = {
     "scale": scenarios_scale.run,
     "janitor": scenarios_janitor.run,
     "cache": scenarios_cache.run,
+    "prefix": scenarios_prefix.run,
 }
 
 

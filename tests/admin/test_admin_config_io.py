@@ -114,7 +114,8 @@ def broken(change: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("change", [
     "extra top key", "extra nested key", "string for int", "bool for int", "out of range",
-    "unknown render mode", "unknown cache policy", "number for cache policy", "format syntax", "duplicate category", "too many categories",
+    "unknown render mode", "unknown cache policy", "number for cache policy",
+    "format syntax", "duplicate category", "too many categories",
     "bad channel id", "wrong version", "wrong format", "not an object"])
 async def test_invalid_documents_write_nothing(stm: Stm, change: str) -> None:
     await configure(stm, "g1")
