@@ -33,6 +33,7 @@ from stm_core.demo.results import (
     TurnRecord,
 )
 from stm_core.demo.transcript import ScriptedTurn, Transcript, load_transcript
+from stm_core.demo.undo import undo_scene
 from stm_core.demo.world import World
 from stm_core.inject import inject
 from stm_core.models import HistoryMessage, PersonaResponse
@@ -192,7 +193,7 @@ async def replay(url: str, *, database: str, transcript: Transcript,
                  on_start: Callable[[str], None] | None = None,
                  on_turn: Callable[[TurnRecord], None] | None = None,
                  load_entrypoints: bool = False,
-                 cache_policy: str | None = None) -> DemoResult:
+                 cache_policy: str | None = None, undo: bool = False) -> DemoResult:
     """Replay ``transcript`` on the database at ``url``; ``on_start`` gets the
     database's display name once the store is open and the servers are set up."""
     clock = ManualClock(transcript.start_ms)
@@ -209,8 +210,10 @@ async def replay(url: str, *, database: str, transcript: Transcript,
             records.append(record)
             if on_turn is not None:
                 on_turn(record)
+        scene = await undo_scene(stm, game.world) if undo else None
         summary = attrs.evolve(game.summary(records, database), prefix_reuse={
-            cache_policy or "freshness": game.reuse.figures().to_dict()})
+            cache_policy or "freshness": game.reuse.figures().to_dict()},
+            undo=attrs.asdict(scene) if scene is not None else None)
     return DemoResult(title=transcript.title, turns=tuple(records), summary=summary)
 
 
@@ -243,10 +246,14 @@ async def run_demo(url: str | None = None, *, transcript: Transcript | None = No
     transcript = transcript or load_transcript()
     play = functools.partial(replay, transcript=transcript, settings=settings,
                              max_turns=max_turns, on_start=on_start, on_turn=on_turn,
-                             load_entrypoints=load_entrypoints)
+                             load_entrypoints=load_entrypoints, undo=True)
     if url is not None:
-        return await play(url, database=display_url(url))
-    with tempfile.TemporaryDirectory(prefix="stm-demo-") as tmp:
-        path = Path(tmp) / "demo.db"
-        log.debug("demo database: %s", path)
-        return await play(f"sqlite+aiosqlite:///{path}", database=TEMPORARY_DATABASE)
+        result = await play(url, database=display_url(url))
+    else:
+        with tempfile.TemporaryDirectory(prefix="stm-demo-") as tmp:
+            path = Path(tmp) / "demo.db"
+            log.debug("demo database: %s", path)
+            result = await play(f"sqlite+aiosqlite:///{path}", database=TEMPORARY_DATABASE)
+    # Both policies' figures, from replays in memory (the run above used the default).
+    figures = await measure_prefix_reuse(transcript, settings=settings, max_turns=max_turns)
+    return attrs.evolve(result, summary=attrs.evolve(result.summary, prefix_reuse=figures))
