@@ -21,6 +21,7 @@ from bench import (
     report,
     scenarios_build,
     scenarios_cache,
+    scenarios_history,
     scenarios_janitor,
     scenarios_peers,
     scenarios_prefix,
@@ -42,6 +43,7 @@ SCENARIOS: dict[str, Scenario] = {
     "janitor": scenarios_janitor.run,
     "cache": scenarios_cache.run,
     "prefix": scenarios_prefix.run,
+    "history": scenarios_history.run,
 }
 
 

@@ -15,14 +15,9 @@ its own keys into ``results.json`` and its section of ``RESULTS.md``::
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
+from bench import standalone
 from stm_core.clock import ManualClock
 from stm_core.demo.runner import measure_prefix_reuse
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
@@ -110,13 +105,9 @@ async def run(_cfg: object) -> dict[str, Any]:
     return await measure()
 
 
-SECTION_START = "<!-- prefix-reuse:start -->"
-SECTION_END = "<!-- prefix-reuse:end -->"
-
-
 def markdown(results: dict[str, Any]) -> str:
     detail = results["prefix_reuse"]
-    lines = [SECTION_START, "## Prompt-cache prefix reuse", "",
+    lines = ["## Prompt-cache prefix reuse", "",
              "Share of each turn's prompt that repeats the previous turn's prompt (mean over "
              "turns), and the estimated input cost relative to no caching with Anthropic's "
              f"prices (cache read {CACHE_READ_PRICE}x, cache write {CACHE_WRITE_PRICE}x). "
@@ -128,40 +119,12 @@ def markdown(results: dict[str, Any]) -> str:
         for policy, f in runs.items():
             lines.append(f"| {name} | {policy} | {f['turns']} | {f['mean_share']:.1%} | "
                          f"{f['char_share']:.1%} | {f['relative_cost']:.2f} |")
-    lines += ["", SECTION_END]
     return "\n".join(lines)
 
 
-def write(results: dict[str, Any], folder: Path) -> None:
-    """Merge our keys into results.json and replace our section of RESULTS.md."""
-    json_path = folder / "results.json"
-    stored = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
-    stored.update(results)
-    json_path.write_text(json.dumps(stored, indent=2) + "\n", encoding="utf-8")
-    md_path = folder / "RESULTS.md"
-    text = md_path.read_text(encoding="utf-8") if md_path.exists() else ""
-    section = markdown(results)
-    if SECTION_START in text and SECTION_END in text:
-        head, rest = text.split(SECTION_START, 1)
-        text = head + section + rest.split(SECTION_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    md_path.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.scenarios_prefix",
-                                     description="prompt-cache prefix reuse per cache policy")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent,
-                        help="directory whose results.json and RESULTS.md get our figures")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    results = asyncio.run(measure())
-    args.out.mkdir(parents=True, exist_ok=True)
-    write(results, args.out)
-    print(json.dumps(results, indent=2))
-    print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    return 0
+    return standalone.main("python -m bench.scenarios_prefix", "prefix-reuse", measure,
+                           markdown, argv)
 
 
 if __name__ == "__main__":
