@@ -93,3 +93,35 @@ async def test_an_undo_in_one_store_reaches_another_stores_cache(pg_url: str) ->
         await eventually(lambda: b_sees("blah"))  # B now caches the bad rewrite
         await a.admin.undo_memory(server_id="g", channel_id="c", persona_id="p")
         await eventually(lambda: b_sees("the bell is in the undercroft"))
+
+
+SET_POLICY = """
+import asyncio, sys
+from stm_core.store import open_store
+
+async def main(url, n):
+    async with open_store(url, load_entrypoints=False) as stm:
+        for i in range(10):
+            policy = ("stable", "freshness")[(i + n) % 2]
+            await stm.admin.set_server_params("g", cache_policy=policy,
+                                              nudge_injection_depth=n)
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+
+
+async def test_cache_policy_set_from_several_processes(db_url: str) -> None:
+    import sys
+
+    async with open_store(db_url, settings=Settings(), load_entrypoints=False) as stm:
+        await stm.admin.set_server_params("g", refresh_cadence=7)
+    procs = [await asyncio.create_subprocess_exec(
+        sys.executable, "-c", SET_POLICY, db_url, str(n), env=child_env(),
+        stderr=asyncio.subprocess.PIPE) for n in range(3)]
+    for proc in procs:
+        _out, err = await asyncio.wait_for(proc.communicate(), 300)
+        assert proc.returncode == 0, err.decode()[-2000:]
+    async with open_store(db_url, settings=Settings(), load_entrypoints=False) as stm:
+        params = await stm.admin.server_params("g")
+    assert params.cache_policy in ("stable", "freshness")
+    assert params.nudge_injection_depth in (0, 1, 2)
+    assert params.refresh_cadence == 7, "a concurrent write of other columns kept it"
