@@ -21,8 +21,10 @@ from bench import (
     report,
     scenarios_build,
     scenarios_cache,
+    scenarios_history,
     scenarios_janitor,
     scenarios_peers,
+    scenarios_prefix,
     scenarios_record,
     scenarios_scale,
 )
@@ -40,6 +42,8 @@ SCENARIOS: dict[str, Scenario] = {
     "scale": scenarios_scale.run,
     "janitor": scenarios_janitor.run,
     "cache": scenarios_cache.run,
+    "prefix": scenarios_prefix.run,
+    "history": scenarios_history.run,
 }
 
 

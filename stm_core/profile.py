@@ -17,6 +17,7 @@ import attrs
 
 from stm_core.errors import ConfigurationError
 from stm_core.settings import (
+    DEFAULT_CACHE_POLICY,
     DEFAULT_CONTENT_DEPTH,
     DEFAULT_NUDGE_DEPTH,
     DEFAULT_REFRESH_CADENCE,
@@ -67,6 +68,12 @@ class ServerProfile:
     stm_enabled: bool
     private_channel_ids: frozenset[str]
     privacy_bypass: bool
+    #: ``"freshness"`` or ``"stable"`` (see :mod:`stm_core.pipeline.cache_policy`).
+    cache_policy: str = DEFAULT_CACHE_POLICY
+
+    @property
+    def stable(self) -> bool:
+        return self.cache_policy == "stable"
 
 
 @attrs.frozen(kw_only=True)
@@ -122,6 +129,7 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
         stm_enabled=s.stm_enabled is not False,
         private_channel_ids=s.private_channel_ids,
         privacy_bypass=s.privacy_bypass,
+        cache_policy=s.cache_policy or DEFAULT_CACHE_POLICY,
     )
 
 

@@ -29,6 +29,8 @@ STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (3
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
 STM_DEFAULT_RENDER_MODE                         (none)  render mode of servers that chose none
+
+STM_MEMORY_HISTORY_REVISIONS                    10      earlier revisions kept per memory (0-100)
 =============================================== ======= =====================================
 """
 
@@ -101,6 +103,16 @@ class Settings:
             raise ConfigurationError(
                 f"STM_DEFAULT_RENDER_MODE must be a render mode key (letters, digits, '_', "
                 f"'-' or '.'), got {value!r}")
+
+    #: Earlier summary/category revisions kept per memory row for undo (0: none).
+    memory_history_revisions: int = attrs.field(default=10)
+
+    @memory_history_revisions.validator
+    def _check_history(self, attribute: attrs.Attribute[Any], value: int) -> None:
+        low, high = MEMORY_HISTORY_RANGE
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigurationError(f"STM_MEMORY_HISTORY_REVISIONS must be a whole number "
+                                     f"from {low} to {high}, got {value!r}")
 
     @cache_max_age_seconds.validator
     def _check_max_age(self, attribute: attrs.Attribute[Any], value: float | None) -> None:
@@ -215,6 +227,8 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
     "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
     "STM_DEFAULT_RENDER_MODE": ("default_render_mode", _str),
+
+    "STM_MEMORY_HISTORY_REVISIONS": ("memory_history_revisions", int),
 }
 
 #: Ranges of the per-server parameters (admin API, CLI, import all enforce them).
@@ -222,6 +236,10 @@ REFRESH_CADENCE_RANGE = (1, 100)
 NUDGE_DEPTH_RANGE = (0, 20)
 CONTENT_DEPTH_RANGE = (-1, 20)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
+MEMORY_HISTORY_RANGE = (0, 100)
+#: Per-server prompt-cache policies (docs/concepts.md, "Prompt caches").
+CACHE_POLICIES = ("freshness", "stable")
+DEFAULT_CACHE_POLICY = "freshness"
 DEFAULT_REFRESH_CADENCE = 5
 DEFAULT_RENDER_MODE = "crude_summary"
 DEFAULT_NUDGE_DEPTH = 2

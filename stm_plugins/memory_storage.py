@@ -21,6 +21,7 @@ from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
     SchemaStatus,
     ServerSettings,
@@ -28,7 +29,7 @@ from stm_core.storage.records import (
 )
 from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def matches(record: MemoryRecord, flt: MemoryFilter) -> bool:
@@ -51,6 +52,8 @@ class MemoryAdapter:
         self._memories: dict[MemoryKey, MemoryRecord] = {}
         self._settings: dict[str, ServerSettings] = {}
         self._prefs: dict[str, UserPrefs] = {}
+        #: Newest first; a row's list goes whenever the row goes (see _drop).
+        self._revisions: dict[MemoryKey, list[MemoryRevision]] = {}
         self._set_up = False
 
     async def setup(self) -> SchemaStatus:
@@ -118,9 +121,31 @@ class MemoryAdapter:
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
         async with self._lock:
             staged = dict(self._memories)
-            out = [self._write_one(staged, w) for w in writes]
+            history = dict(self._revisions)
+            out = []
+            for w in writes:
+                new = self._write_one(staged, w)
+                if w.revision is not None:
+                    note = w.revision
+                    kept = [MemoryRevision(
+                        key=w.key, rev=new.rev, summary=new.summary,
+                        categories=dict(new.categories), author=note.author, actor=note.actor,
+                        restored_from=note.restored_from, written_at_ms=w.now_ms),
+                        *history.get(w.key, ())]
+                    history[w.key] = kept[:note.keep]
+                out.append(new)
             self._memories = staged
+            self._revisions = history
             return out
+
+    async def list_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
+        return list(self._revisions.get(key, ()))
+
+    def _drop(self, keys: Iterable[MemoryKey]) -> None:
+        """Delete rows and their revisions (call with the lock held)."""
+        for k in keys:
+            del self._memories[k]
+            self._revisions.pop(k, None)
 
     @staticmethod
     def _write_one(rows: dict[MemoryKey, MemoryRecord], w: MemoryWrite) -> MemoryRecord:
@@ -192,8 +217,7 @@ class MemoryAdapter:
     def _drop_server_rows(self, server_id: str) -> list[MemoryKey]:
         removed = [k for k in self._memories
                    if k.scope_kind == "server" and k.server_id == server_id]
-        for k in removed:
-            del self._memories[k]
+        self._drop(removed)
         return removed
 
     async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
@@ -206,15 +230,13 @@ class MemoryAdapter:
         require_filter(flt)
         async with self._lock:
             removed = [k for k, r in self._memories.items() if matches(r, flt)]
-            for k in removed:
-                del self._memories[k]
+            self._drop(removed)
             return removed
 
     async def purge_older_than(self, cutoff_ms: int, *, batch_size: int) -> int:
         async with self._lock:
             old = [k for k, r in self._memories.items() if r.updated_at_ms < cutoff_ms]
-            for k in old[:batch_size]:
-                del self._memories[k]
+            self._drop(old[:batch_size])
             return min(len(old), batch_size)
 
     async def count_memories(self) -> int:

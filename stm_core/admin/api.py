@@ -30,6 +30,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from stm_core.admin import config_io
 from stm_core.admin.categories import category_infos, check_categories, parse_category_lines
+from stm_core.admin.history import (
+    MemoryHistoryView,
+    MemoryRestore,
+    find_revision,
+    history_of,
+    history_view,
+    restore_write,
+    revision_note,
+    undo_target,
+)
 from stm_core.admin.ids import check_id, check_ids, check_optional_id
 from stm_core.admin.memory import build_categories, clean_value, live_key, snapshot
 from stm_core.admin.params import PARAM_NAMES, effective_params, validate_params
@@ -56,6 +66,7 @@ from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
     ServerSettings,
 )
@@ -150,12 +161,14 @@ class Admin:
                                 crude_message_count: int | None = None,
                                 nudge_injection_depth: int | None = None,
                                 content_injection_depth: int | None = None,
+                                cache_policy: str | None = None,
                                 actor: Actor | None = None) -> ServerParams:
         """Store the given parameters (``None`` leaves one unchanged).
 
         Ranges: ``refresh_cadence`` 1-100; ``render_mode`` a registered key;
         ``crude_message_count`` 1-``max_messages_per_channel``;
-        ``nudge_injection_depth`` 0-20; ``content_injection_depth`` -1-20.
+        ``nudge_injection_depth`` 0-20; ``content_injection_depth`` -1-20;
+        ``cache_policy`` ``"freshness"`` or ``"stable"``.
         With nothing given it writes nothing and returns the current values.
         """
         self._check(actor, "set_server_params", writes=True, scope="server", server_id=server_id)
@@ -163,7 +176,8 @@ class Admin:
         given = {"refresh_cadence": refresh_cadence, "render_mode": render_mode,
                  "crude_message_count": crude_message_count,
                  "nudge_injection_depth": nudge_injection_depth,
-                 "content_injection_depth": content_injection_depth}
+                 "content_injection_depth": content_injection_depth,
+                 "cache_policy": cache_policy}
         changes = validate_params({k: v for k, v in given.items() if v is not None},
                                   settings=self._stm.settings,
                                   render_modes=self._stm.hooks.render_modes())
@@ -506,13 +520,70 @@ class Admin:
             keys.append(MemoryKey.user(user_id, channel_id, persona_id, server_id))
         settings = self._stm.settings
         now = self._stm.clock.now_ms()
+        note = revision_note(settings, "admin", actor=actor.user_id if actor else None)
         writes = [MemoryWrite(key=k, now_ms=now, crude_ttl_ms=settings.crude_ttl_ms,
-                              summary_ttl_ms=settings.summary_ttl_ms, **changes)
+                              summary_ttl_ms=settings.summary_ttl_ms, revision=note, **changes)
                   for k in keys]
         records = await self._stm.write_memory(writes)
         log.info("memory of %s edited (%s)", key, "cleared" if cleared else "written")
         return MemoryEdit(snapshot=self._snapshot(key, records[0], stored), keys=tuple(keys),
                           truncated=truncated, cleared=cleared)
+
+    # -- summary history (undo) ------------------------------------------------------------
+    async def _revisions(self, key: MemoryKey) -> tuple[MemoryRecord | None,
+                                                        list[MemoryRevision]]:
+        history = history_of(self._stm.adapter)
+        return await self._stm.adapter.get_memory(key), await history.list_revisions(key)
+
+    async def memory_history(self, *, channel_id: str, persona_id: str | None = None,
+                             server_id: str | None = None, user_id: str | None = None,
+                             actor: Actor | None = None) -> MemoryHistoryView:
+        """The live memory's kept revisions, newest first, each with a diff
+        against the current content (see :mod:`stm_core.admin.history`)."""
+        self._check(actor, "memory_history", writes=False, scope=_memory_scope(server_id),
+                    server_id=server_id, channel_id=channel_id, user_id=user_id)
+        key = self._key(channel_id, persona_id, server_id, user_id)
+        record, revisions = await self._revisions(key)
+        return history_view(key, record, revisions,
+                            limit=self._stm.settings.memory_history_revisions)
+
+    async def undo_memory(self, *, channel_id: str, persona_id: str | None = None,
+                          server_id: str | None = None, user_id: str | None = None,
+                          actor: Actor | None = None) -> MemoryRestore:
+        """Restore the newest kept revision that differs from the current memory.
+        Permission-checked like :meth:`edit_memory`; the restore is a new revision."""
+        return await self._restore("undo_memory", None, channel_id=channel_id,
+                                   persona_id=persona_id, server_id=server_id,
+                                   user_id=user_id, actor=actor)
+
+    async def restore_memory(self, *, channel_id: str, rev: int,
+                             persona_id: str | None = None, server_id: str | None = None,
+                             user_id: str | None = None,
+                             actor: Actor | None = None) -> MemoryRestore:
+        """Write kept revision ``rev`` back as a new revision (see :meth:`undo_memory`)."""
+        if isinstance(rev, bool) or not isinstance(rev, int):
+            raise ValidationError(f"rev must be a revision number, got {rev!r}", field="rev",
+                                  allowed="a number from memory_history")
+        return await self._restore("restore_memory", rev, channel_id=channel_id,
+                                   persona_id=persona_id, server_id=server_id,
+                                   user_id=user_id, actor=actor)
+
+    async def _restore(self, name: str, rev: int | None, *, channel_id: str,
+                       persona_id: str | None, server_id: str | None, user_id: str | None,
+                       actor: Actor | None) -> MemoryRestore:
+        self._check(actor, name, writes=True, scope=_memory_scope(server_id),
+                    server_id=server_id, channel_id=channel_id, user_id=user_id)
+        key = self._key(channel_id, persona_id, server_id, user_id)
+        record, revisions = await self._revisions(key)
+        target = (undo_target(record, revisions) if rev is None
+                  else find_revision(revisions, rev))
+        stored = await self._load(server_id) if server_id is not None else None
+        [written] = await self._stm.write_memory([restore_write(
+            target, now_ms=self._stm.clock.now_ms(), settings=self._stm.settings,
+            actor=actor.user_id if actor else None)])
+        log.info("memory of %s restored to revision %s", key, target.rev)
+        return MemoryRestore(snapshot=self._snapshot(key, written, stored),
+                             restored_from=target.rev, rev=written.rev)
 
     # -- clearing -------------------------------------------------------------------------
     async def _delete(self, flt: MemoryFilter) -> ClearResult:

@@ -11,7 +11,9 @@ from collections.abc import Collection, Mapping
 from stm_core.admin.values import ServerParams
 from stm_core.errors import ValidationError
 from stm_core.settings import (
+    CACHE_POLICIES,
     CONTENT_DEPTH_RANGE,
+    DEFAULT_CACHE_POLICY,
     DEFAULT_CONTENT_DEPTH,
     DEFAULT_NUDGE_DEPTH,
     DEFAULT_REFRESH_CADENCE,
@@ -28,7 +30,10 @@ PARAM_NAMES: tuple[str, ...] = (
     "crude_message_count",
     "nudge_injection_depth",
     "content_injection_depth",
+    "cache_policy",
 )
+#: Parameters whose value is one of a fixed set of names.
+CHOICES: dict[str, tuple[str, ...]] = {"cache_policy": CACHE_POLICIES}
 
 
 def int_ranges(settings: Settings) -> dict[str, tuple[int, int]]:
@@ -52,6 +57,12 @@ def validate_params(changes: Mapping[str, object], *, settings: Settings,
             allowed = ", ".join(sorted(render_modes))
             if not isinstance(value, str) or value not in render_modes:
                 raise ValidationError(f"render_mode must be one of {allowed}, got {value!r}",
+                                      field=name, allowed=allowed)
+            checked[name] = value
+        elif name in CHOICES:
+            allowed = ", ".join(CHOICES[name])
+            if not isinstance(value, str) or value not in CHOICES[name]:
+                raise ValidationError(f"{name} must be one of {allowed}, got {value!r}",
                                       field=name, allowed=allowed)
             checked[name] = value
         elif name in ranges:
@@ -78,6 +89,7 @@ def defaults(settings: Settings) -> dict[str, int | str]:
         "crude_message_count": settings.default_crude_message_count,
         "nudge_injection_depth": DEFAULT_NUDGE_DEPTH,
         "content_injection_depth": DEFAULT_CONTENT_DEPTH,
+        "cache_policy": DEFAULT_CACHE_POLICY,
     }
 
 
@@ -91,6 +103,9 @@ def param_label(name: str, value: int | str) -> str:
         return _depth_label(value)
     if name == "content_injection_depth":
         return "anchored (default)" if value == -1 else _depth_label(value)
+    if name == "cache_policy":
+        return ("prompt-cache stable" if value == "stable"
+                else "fresh ages and placement (default)")
     return str(value)
 
 
@@ -120,6 +135,7 @@ def effective_params(stored: ServerSettings, settings: Settings) -> ServerParams
         crude_message_count=int(values["crude_message_count"]),
         nudge_injection_depth=int(values["nudge_injection_depth"]),
         content_injection_depth=int(values["content_injection_depth"]),
+        cache_policy=str(values["cache_policy"]),
         defaults=frozenset(unset),
         labels={name: param_label(name, values[name]) for name in PARAM_NAMES},
     )

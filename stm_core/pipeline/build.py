@@ -6,6 +6,8 @@ The stages, in order (one module each)::
          -> render_other -> same_channel + nudge (turns with tools) -> depth
          -> mentions (every emitted text)
 
+The server's cache policy (``cache_policy``) decides ages and placement.
+
 Filters commute, so expiry runs before visibility (cheaper, and no settings
 of a server whose rows all expired get loaded); the cap comes after both.
 ``build_context`` never raises: any error is logged and the empty fallback
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from stm_core.expiry import is_expired
 from stm_core.models import ContextItem, StmContext, Turn
+from stm_core.pipeline.cache_policy import base_memory_depth, nudge_depth
 from stm_core.pipeline.crossserver import fold_other_servers
 from stm_core.pipeline.depth import resolve_memory_depth
 from stm_core.pipeline.expiry import drop_expired
@@ -82,7 +85,7 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
                                      kind="other_channels"))
 
     nudge_item: ContextItem | None = None
-    depth = profile.content_injection_depth
+    depth = base_memory_depth(profile)
     if turn.has_tools:
         record = await stm.live_record(live_key(turn, user_id))
         same = render_same_channel(turn, profile, record, now, crude_ttl_ms=crude_ttl,
@@ -100,13 +103,13 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
             nudge_item = ContextItem(text=convert_mentions(nudge, turn, converters),
                                      kind="nudge")
         # Freshness is only computed inside the tools branch (reference §6), and
-        # only matters when there is a block to move.
-        if items:
+        # only matters when there is a block to move; a stable block never moves.
+        if items and not profile.stable:
             depth = resolve_memory_depth(depth, newest, now, window_ms=env.fresh_window_ms,
                                          fresh_depth=env.fresh_injection_depth)
 
     return StmContext(memory_items=tuple(items), nudge_item=nudge_item,
-                      nudge_injection_depth=profile.nudge_injection_depth,
+                      nudge_injection_depth=nudge_depth(profile),
                       memory_injection_depth=depth)
 
 

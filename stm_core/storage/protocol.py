@@ -22,6 +22,7 @@ from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
     SchemaStatus,
     ServerSettings,
@@ -180,3 +181,25 @@ class ChangeFeed(Protocol):
                         on_lost: Callable[[], None]) -> Subscription:
         """Connect and listen. ``on_lost`` is called when the connection dies."""
         ...
+
+
+@runtime_checkable
+class MemoryHistory(Protocol):
+    """Optional capability: revisions of summary and category writes.
+
+    An adapter that has it honours :attr:`MemoryWrite.revision
+    <stm_core.storage.records.MemoryWrite.revision>`: in the write's own
+    transaction it stores the row's new summary and categories as a revision
+    numbered with the row's new ``rev``, then deletes all but the newest
+    ``keep`` revisions of that row. Deleting a row (clearing, forgetting, the
+    janitor) deletes its revisions in the same transaction. Adapters without
+    it ignore the note; the admin history calls then say history is not kept.
+    """
+
+    async def list_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
+        """The row's kept revisions, newest first (empty for no row)."""
+        ...
+
+
+def keeps_history(adapter: object) -> bool:
+    return isinstance(adapter, MemoryHistory)

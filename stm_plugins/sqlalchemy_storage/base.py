@@ -26,6 +26,7 @@ from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
     SchemaStatus,
     ServerSettings,
@@ -174,9 +175,34 @@ class SqlStorageAdapter(abc.ABC):
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
         if not writes:
             return []
-        rows = await self._upsert_rows("write", st.write_upsert,
-                                       [codec.write_params(w) for w in writes])
+        params = [codec.write_params(w) for w in writes]
+        if any(w.revision is not None for w in writes):
+            rows = await self._write_with_revisions(writes, params)
+        else:
+            rows = await self._upsert_rows("write", st.write_upsert, params)
         return [codec.memory_from_row(r, key=w.key) for r, w in zip(rows, writes, strict=True)]
+
+    async def _write_with_revisions(self, writes: Sequence[MemoryWrite],
+                                    params: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """Each upsert followed by its revision and the trim, all in one transaction."""
+        upsert = self.statement(("write",), lambda: self._announce(
+            st.write_upsert(self.dialect_name, None), "k"))
+        insert = self.statement("revision_insert", st.revision_insert)
+        trim = self.statement("revision_trim", st.revision_trim)
+        steps: list[Step] = []
+        for w, p in zip(writes, params, strict=True):
+            steps.append(Step(upsert, p, Want.ONE))
+            if w.revision is not None:
+                note = codec.revision_params(w.key, w.revision, w.now_ms)
+                steps.append(Step(insert, note, Want.NOTHING))
+                steps.append(Step(trim, note, Want.NOTHING))
+        results = await self._write(steps)
+        return [r for r, s in zip(results, steps, strict=True) if s.sql is upsert]
+
+    async def list_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
+        (rows,) = await self._read([Step(self.statement("revision_rows", st.revision_rows),
+                                         codec.key_params(key), Want.ALL)])
+        return [codec.revision_from_row(key, r) for r in rows]
 
     # -- admin writes -----------------------------------------------------------------
     def _settings_upsert(self, columns: tuple[str, ...]) -> Compiled:

@@ -19,7 +19,9 @@ from stm_core.storage.records import (
     CategoryRecord,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
+    RevisionNote,
     ServerSettings,
     UserPrefs,
 )
@@ -137,6 +139,17 @@ def memory_from_row(r: Row, *, key: MemoryKey | None = None,
         turns_since_refresh=r[10], last_refreshed_turn=r[11], updated_at_ms=r[12], rev=r[13])
 
 
+# -- revisions ------------------------------------------------------------------------
+def revision_params(key: MemoryKey, note: RevisionNote, now_ms: int) -> dict[str, Any]:
+    return {**key_params(key), "author": note.author, "actor": _clean_optional(note.actor),
+            "restored_from": note.restored_from, "now": now_ms, "keep": note.keep}
+
+
+def revision_from_row(key: MemoryKey, r: Row) -> MemoryRevision:
+    return MemoryRevision(key=key, rev=r[0], summary=r[1], categories=decode_categories(r[2]),
+                          author=r[3], actor=r[4], restored_from=r[5], written_at_ms=r[6])
+
+
 # -- server settings ----------------------------------------------------------------
 def _int_or_none(name: str, value: object) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
@@ -182,6 +195,7 @@ _SETTING_ENCODERS: dict[str, Callable[[str, object], object]] = {
     "stm_enabled": _bool_or_none,
     "private_channel_ids": _channel_ids,
     "privacy_bypass": _bool,
+    "cache_policy": _str_or_none,
 }
 
 
@@ -203,7 +217,7 @@ def settings_from_rows(server_id: str, row: Row | None,
         update_nudge_override=row[7],
         stm_enabled=None if row[8] is None else bool(row[8]),
         private_channel_ids=frozenset(_decode(row[9])), privacy_bypass=bool(row[10]),
-        categories=cats, updated_at_ms=row[11])
+        categories=cats, updated_at_ms=row[11], cache_policy=row[12])
 
 
 def category_params(server_id: str, c: CategoryRecord) -> dict[str, object]:

@@ -20,9 +20,11 @@ from stm_plugins.sqlalchemy_storage.compiled import ROW_SEPARATOR
 from stm_plugins.sqlalchemy_storage.schema import (
     KEY_COLUMNS,
     MEMORY_COLUMNS,
+    REVISION_COLUMNS,
     SETTINGS_COLUMNS,
     categories,
     memories,
+    memory_revisions,
     server_settings,
     user_prefs,
 )
@@ -42,6 +44,7 @@ _TYPES: dict[str, Any] = {
     "cutoff": sa.BigInteger(), "since": sa.BigInteger(), "batch": sa.Integer(),
     "inc": sa.Integer(), "reset": sa.Integer(), "set_summary": sa.Integer(),
     "set_categories": sa.Integer(), "clear_messages": sa.Integer(),
+    "restored_from": sa.BigInteger(), "keep": sa.Integer(),
 }
 
 
@@ -204,6 +207,45 @@ def purge() -> ClauseElement:
 
 def count_rows() -> ClauseElement:
     return sa.select(sa.func.count()).select_from(memories)
+
+
+# -- revisions (schema version 2) ------------------------------------------------------
+def _row_id() -> Any:
+    """The memory row of the bound key, as a scalar subquery."""
+    b = _Binds()
+    return (sa.select(memories.c.id).where(*(c == b(c.name, c) for c in KEY_COLUMNS))
+            .scalar_subquery())
+
+
+def revision_insert() -> ClauseElement:
+    """The row's content right after a write, as a revision (same transaction)."""
+    b = _Binds()
+    m = memories.c
+    r = memory_revisions.c
+    source = sa.select(m.id, m.rev, m.summary, m.categories, b("author", r.author),
+                       b("actor", r.actor), b("restored_from"), b("now")).where(
+        *(c == b(c.name, c) for c in KEY_COLUMNS))
+    return sa.insert(memory_revisions).from_select(
+        ["memory_id", "rev", "summary", "categories", "author", "actor", "restored_from",
+         "written_at_ms"], source)
+
+
+def revision_trim() -> ClauseElement:
+    """Delete all but the newest ``keep`` revisions of the row. Run after the
+    row's upsert, which holds the row's lock, so concurrent writers of the row
+    trim one after the other and the limit holds."""
+    b = _Binds()
+    r = memory_revisions.c
+    row_id = _row_id()
+    newest = (sa.select(r.rev).where(r.memory_id == row_id).order_by(r.rev.desc())
+              .limit(b("keep")))
+    return sa.delete(memory_revisions).where(r.memory_id == row_id, r.rev.not_in(newest))
+
+
+def revision_rows() -> ClauseElement:
+    r = memory_revisions.c
+    return (sa.select(*REVISION_COLUMNS).where(r.memory_id == _row_id())
+            .order_by(r.rev.desc()))
 
 
 # -- server settings and categories ---------------------------------------------------
