@@ -115,17 +115,18 @@ async def test_setup_from_two_places_at_once_creates_once(db_url: str) -> None:
 
 
 async def test_eight_openers_upgrade_at_once_and_apply_the_step_once(db_url: str) -> None:
-    v1 = adapter_for(db_url)
-    await v1.setup()
-    await v1.capture(turn("c1"))
-    await v1.aclose()
-    adapters = [adapter_for(db_url, WITH_V2) for _ in range(8)]
+    current = adapter_for(db_url)
+    await current.setup()
+    await current.capture(turn("c1"))
+    await current.aclose()
+    adapters = [adapter_for(db_url, WITH_NEXT) for _ in range(8)]
     try:
         statuses = await asyncio.gather(*(a.setup() for a in adapters))
-        assert {(s.from_version, s.to_version) for s in statuses} <= {(1, 2), (2, 2)}
-        assert sum(s.from_version == 1 for s in statuses) == 1  # one applied it
+        nxt = LATEST + 1
+        assert {(s.from_version, s.to_version) for s in statuses} <= {(LATEST, nxt), (nxt, nxt)}
+        assert sum(s.from_version == LATEST for s in statuses) == 1  # one applied it
         assert await fetch(db_url, "SELECT version FROM stm_schema_version ORDER BY 1") == [
-            (1,), (2,)]
+            (v,) for v in range(1, nxt + 1)]
         assert await fetch(db_url, "SELECT DISTINCT note FROM stm_memories") == [("from v1",)]
     finally:
         for a in adapters:
