@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterable
+from operator import countOf
 
 from hookspecs import hookimpl
 from stm_core.models import Turn
@@ -26,18 +27,18 @@ _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/[\w@]+/(\d
 _MENTION = re.compile(r"<(@!?|#|@&)(\d+)>")
 _IDENTITY = re.compile(r"\{\{?(bot|char|user|user_formatted|user_term)\}?\}", re.IGNORECASE)
 
-# Channel names shared by several channels, per turn (computed once per turn).
-_CLASHES: weakref.WeakKeyDictionary[Turn, frozenset[str]] = weakref.WeakKeyDictionary()
+# Whether a channel name is shared by several channels, per turn and name:
+# only the few channels a build renders are looked at, however many the turn names.
+_CLASHES: weakref.WeakKeyDictionary[Turn, dict[str, bool]] = weakref.WeakKeyDictionary()
 
 
-def _clashing_names(turn: Turn) -> frozenset[str]:
-    clashes = _CLASHES.get(turn)
+def _name_clashes(turn: Turn, name: str) -> bool:
+    seen = _CLASHES.get(turn)
+    if seen is None:
+        seen = _CLASHES[turn] = {}
+    clashes = seen.get(name)
     if clashes is None:
-        seen: set[str] = set()
-        repeated: set[str] = set()
-        for name in turn.channel_names.values():
-            (repeated if name in seen else seen).add(name)
-        clashes = _CLASHES[turn] = frozenset(repeated)
+        clashes = seen[name] = countOf(turn.channel_names.values(), name) > 1
     return clashes
 
 
@@ -46,7 +47,7 @@ def channel_label(channel_id: str, turn: Turn) -> str | None:
     if name is None:
         return None
     kind = "thread" if channel_id in turn.thread_ids else "channel"
-    suffix = f" (ID: {channel_id})" if name in _clashing_names(turn) else ""
+    suffix = f" (ID: {channel_id})" if _name_clashes(turn, name) else ""
     return f"the {kind} named `{name}`{suffix}"
 
 
