@@ -27,19 +27,10 @@ _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/[\w@]+/(\d
 _MENTION = re.compile(r"<(@!?|#|@&)(\d+)>")
 _IDENTITY = re.compile(r"\{\{?(bot|char|user|user_formatted|user_term)\}?\}", re.IGNORECASE)
 
-# Whether a channel name is shared by several channels, per turn and name:
-# only the few channels a build renders are looked at, however many the turn names.
-_CLASHES: weakref.WeakKeyDictionary[Turn, dict[str, bool]] = weakref.WeakKeyDictionary()
-
-
-def _name_clashes(turn: Turn, name: str) -> bool:
-    seen = _CLASHES.get(turn)
-    if seen is None:
-        seen = _CLASHES[turn] = {}
-    clashes = seen.get(name)
-    if clashes is None:
-        clashes = seen[name] = countOf(turn.channel_names.values(), name) > 1
-    return clashes
+# What each mention token became, per turn: a token is converted once however
+# often the turn's texts repeat it, and a channel name is checked for clashes
+# only for the channels actually mentioned, however many the turn names.
+_CONVERTED: weakref.WeakKeyDictionary[Turn, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 def channel_label(channel_id: str, turn: Turn) -> str | None:
@@ -47,7 +38,8 @@ def channel_label(channel_id: str, turn: Turn) -> str | None:
     if name is None:
         return None
     kind = "thread" if channel_id in turn.thread_ids else "channel"
-    suffix = f" (ID: {channel_id})" if _name_clashes(turn, name) else ""
+    clash = countOf(turn.channel_names.values(), name) > 1
+    suffix = f" (ID: {channel_id})" if clash else ""
     return f"the {kind} named `{name}`{suffix}"
 
 
@@ -65,7 +57,17 @@ def convert_mentions(text: str, turn: Turn) -> str:
     if "<" in text or "discord" in text:
         if "discord" in text:
             text = _LINK.sub(lambda m: f"<#{m.group(1)}>", text)
-        text = _MENTION.sub(lambda m: _mention(m, turn), text)
+        converted = _CONVERTED.get(turn)
+        if converted is None:
+            converted = _CONVERTED[turn] = {}
+
+        def mention(m: re.Match[str]) -> str:
+            token = m.group(0)
+            out = converted.get(token)
+            if out is None:
+                out = converted[token] = _mention(m, turn)
+            return out
+        text = _MENTION.sub(mention, text)
     if "{" in text:
         def identity(m: re.Match[str]) -> str:
             token = m.group(0)
