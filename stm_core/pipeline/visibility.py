@@ -68,12 +68,3 @@ def visibility_filter(stm: Stm, turn: Turn, profile: ServerProfile, opt_in: bool
         return True
     return visible
 
-
-def apply_policies(stm: Stm, turn: Turn, profile: ServerProfile, opt_in: bool,
-                   candidates: list[MemoryRecord],
-                   servers: Mapping[str, ServerSettings]) -> list[MemoryRecord]:
-    """The candidates no policy hides (any ``False`` hides)."""
-    visible = visibility_filter(stm, turn, profile, opt_in, servers)
-    if visible is None or not candidates:
-        return candidates
-    return [r for r in candidates if visible(r)]
