@@ -27,6 +27,7 @@ from bench import (
     scenarios_prefix,
     scenarios_record,
     scenarios_scale,
+    scenarios_server_scale,
 )
 from bench.config import RunConfig, make_config
 
@@ -40,6 +41,7 @@ SCENARIOS: dict[str, Scenario] = {
     "concurrent": scenarios_record.concurrent_throughput,
     "peers": scenarios_peers.run,
     "scale": scenarios_scale.run,
+    "server_scale": scenarios_server_scale.run,
     "janitor": scenarios_janitor.run,
     "cache": scenarios_cache.run,
     "prefix": scenarios_prefix.run,
@@ -66,6 +68,10 @@ async def run_all(cfg: RunConfig, only: list[str] | None) -> dict[str, Any]:
         results.update(out)
         log.info("%s done in %.1f s", name, time.perf_counter() - start)
     results["record_ratio"] = results.get("record_ratio_sqlite")
+    by_mode = results.get("build_cpu_ratio_by_mode") or {}
+    cpu = [v for v in by_mode.values() if v is not None]
+    results["build_cpu_ratio"] = max(cpu) if cpu else None
+    results["bimodal_floors"] = report.bimodal_floors(results)
     if errors:
         results["errors"] = errors
     return results

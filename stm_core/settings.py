@@ -19,6 +19,7 @@ STM_FRESH_INJECTION_DEPTH                       2       ceiling depth of a fresh
 STM_DATABASE_URL                                (none)  database URL for the ``stm`` command
 STM_CACHE_MAX_SERVERS                           2000    servers kept in the cache (LRU)
 STM_CACHE_MAX_USERS                             5000    users kept in the cache (LRU)
+STM_CACHE_MAX_ROWS_PER_VIEW                     1000    newest rows (and absent keys) per view
 STM_JANITOR_INTERVAL_HOURS                      24      time between janitor runs
 STM_JANITOR_BATCH_SIZE                          1000    most rows deleted per janitor batch
 STM_JANITOR_BATCH_BUDGET_MS                     3       batches shrink to stay under this long
@@ -79,6 +80,8 @@ class Settings:
     database_url: str | None = None
     cache_max_servers: int = attrs.field(default=2000, validator=_positive)
     cache_max_users: int = attrs.field(default=5000, validator=_positive)
+    #: Rows (the newest) and known-absent keys kept per cached server or user view.
+    cache_max_rows_per_view: int = attrs.field(default=1000, validator=_positive)
     janitor_interval_hours: float = 24.0
     janitor_batch_size: int = attrs.field(default=1000, validator=_positive)
     janitor_pause_ms: int = attrs.field(default=20, validator=_non_negative)
@@ -217,6 +220,7 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_DATABASE_URL": ("database_url", _str),
     "STM_CACHE_MAX_SERVERS": ("cache_max_servers", int),
     "STM_CACHE_MAX_USERS": ("cache_max_users", int),
+    "STM_CACHE_MAX_ROWS_PER_VIEW": ("cache_max_rows_per_view", int),
     "STM_JANITOR_INTERVAL_HOURS": ("janitor_interval_hours", float),
     "STM_JANITOR_BATCH_SIZE": ("janitor_batch_size", int),
     "STM_JANITOR_PAUSE_MS": ("janitor_pause_ms", int),

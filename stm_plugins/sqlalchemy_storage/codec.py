@@ -54,10 +54,11 @@ def _clean_optional(text: str | None) -> str | None:
 
 def clean_messages(messages: tuple[CrudeMessage, ...]) -> tuple[CrudeMessage, ...]:
     """``messages`` itself when every text can be stored (the usual case)."""
-    def dirty(text: str | None) -> bool:
-        return text is not None and clean_text(text) != text
-
-    if not any(dirty(m.content) or dirty(m.speaker_name) for m in messages):
+    # One look at all the texts together: this runs on every turn.
+    texts = [m.content for m in messages]
+    texts += [m.speaker_name for m in messages if m.speaker_name is not None]
+    joined = "".join(texts)
+    if "\x00" not in joined and (joined.isascii() or not _SURROGATE.search(joined)):
         return messages
     return tuple(CrudeMessage(role=m.role, content=clean_text(m.content),
                               speaker_name=_clean_optional(m.speaker_name),

@@ -78,6 +78,16 @@ async def _run_step(conn: Any, step: Step) -> Any:
     return None
 
 
+async def keep_session(conn: Any) -> None:
+    """What a pooled connection needs on release beyond asyncpg's own cleanup
+    (which rolls back an open transaction and drops listener callbacks):
+    nothing. stm leaves no session state behind: the search path comes with
+    the connection, advisory locks are transaction-scoped, LISTEN runs on a
+    connection of its own and no statement uses SET or cursors. asyncpg's
+    default reset (``RESET ALL``, ``UNLISTEN *``, ``CLOSE ALL``, unlocking
+    advisory locks) would cost a round trip on every release."""
+
+
 async def _read_version(conn: Any) -> int | None:
     if not await conn.fetchval(_VERSION_TABLE_EXISTS):
         return None
@@ -141,7 +151,7 @@ class PostgresAdapter(SqlStorageAdapter):
                     self.target.dsn, min_size=POOL_MIN, max_size=self._pool_max,
                     statement_cache_size=self.target.statement_cache_size,
                     server_settings=self._server_settings(), timeout=self._timeout,
-                    command_timeout=self._timeout)
+                    command_timeout=self._timeout, reset=keep_session)
             except _DRIVER_ERRORS as exc:
                 raise StorageError(
                     f"cannot connect to PostgreSQL {self.target.label}: {exc}") from exc

@@ -72,6 +72,7 @@ async def test_queued_writes_commit_as_one_batch_and_all_land(adapter: SqliteAda
     results = await asyncio.gather(*tasks)
     assert all(len(r) == 2 for r in results)
     assert adapter.writer.stats.largest_batch >= n
+    assert adapter.writer.stats.retried_batches == 0  # nothing failed: no savepoints
     assert await adapter.count_memories() == 2 * n
     for i in range(n):
         stored = await adapter.get_memory(MemoryKey.server("g1", f"c{i}", None))
@@ -94,6 +95,9 @@ async def test_a_failing_write_in_a_batch_loses_nobody_elses(adapter: SqliteAdap
     assert isinstance(failure.value.__cause__, sqlite3.IntegrityError)
     await asyncio.gather(*good, *more)
     assert adapter.writer.stats.largest_batch >= 41
+    # The batch ran without savepoints, failed, and ran again job by job.
+    assert adapter.writer.stats.retried_batches == 1
+    assert adapter.writer.stats.failed_jobs == 1
     assert await adapter.count_memories() == 80
     assert await adapter.get_memory(MemoryKey.server("g1", "mixed", None)) is None
 
