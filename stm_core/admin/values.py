@@ -28,6 +28,10 @@ class ServerParams:
     defaults: frozenset[str] = frozenset()
     #: Friendly wording per parameter ("every turn", "tail", ...).
     labels: dict[str, str] = attrs.field(factory=dict)
+    #: Stored values not in effect (a render mode whose plugin is not
+    #: installed): parameter -> the stored value. The field itself shows the
+    #: value builds use, and the parameter is listed in ``defaults``.
+    unavailable: dict[str, str] = attrs.field(factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +43,7 @@ class ServerParams:
             "content_injection_depth": self.content_injection_depth,
             "defaults": sorted(self.defaults),
             "labels": dict(self.labels),
+            "unavailable": dict(self.unavailable),
         }
 
 

@@ -114,3 +114,19 @@ def test_friendly_labels() -> None:
     assert param_label("nudge_injection_depth", 2) == "before the last 2 turns"
     assert param_label("content_injection_depth", -1) == "anchored (default)"
     assert param_label("content_injection_depth", 0) == "tail"
+
+
+async def test_stored_render_mode_without_its_plugin_reports_the_one_in_effect(
+        stm: Stm) -> None:
+    # Written while a plugin registering "fancy" was installed; it is not any more.
+    await stm.adapter.update_server_settings(SERVER, {"render_mode": "fancy"},
+                                             now_ms=stm.clock.now_ms())
+    params = await stm.admin.server_params(SERVER)
+    assert params.render_mode == "crude_summary"
+    assert params.unavailable == {"render_mode": "fancy"}
+    assert "render_mode" in params.defaults
+    assert params.to_dict()["unavailable"] == {"render_mode": "fancy"}
+    assert (await stm.profile_for(SERVER)).render_mode.key == params.render_mode
+    # Choosing an installed mode clears the mark.
+    params = await stm.admin.set_server_params(SERVER, render_mode="supersede")
+    assert params.render_mode == "supersede" and params.unavailable == {}
