@@ -1,7 +1,8 @@
 """Process-wide settings: the spec's environment variables, or a ``Settings`` in code.
 
 ``Settings.from_env()`` reads the variables below; a host that configures in code
-builds ``Settings(...)`` directly (``attrs.evolve`` to change one field).
+builds ``Settings(...)`` directly (``attrs.evolve`` to change one field). Both
+check every value against its rule in :data:`RULES` (type and range).
 
 =============================================== ======= =====================================
 variable                                        default meaning
