@@ -33,7 +33,13 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from stm_core.arguments import check_flag, check_optional_text, instance_of, instances_of
+from stm_core.arguments import (
+    check_flag,
+    check_iterable,
+    check_optional_text,
+    instance_of,
+    instances_of,
+)
 from stm_core.cache import MemoryCache, MemoryView, UserView
 from stm_core.clock import Clock, SystemClock
 from stm_core.errors import ConfigurationError
@@ -379,6 +385,10 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
     ``cross_process_invalidation`` is off) the store also listens for other
     processes' writes, so their changes reach this process's cache.
     """
+    check_optional_text(url, "url")
+    if settings is not None:
+        instance_of(settings, Settings, "settings")
+    check_iterable(plugins, "plugins", "plugin objects or modules")
     settings = settings or Settings.from_env()
     url = url or settings.database_url
     if not url:

@@ -25,7 +25,7 @@ from stm_core.admin.argument_types import kind_of
 from stm_core.errors import ValidationError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.storage.records import MemoryFilter
-from stm_core.store import Stm
+from stm_core.store import Stm, open_store
 from tests.conftest import OpenStm
 
 from .support import add_figure
@@ -184,6 +184,21 @@ async def test_turn_calls_refuse_wrong_types(open_stm: OpenStm, backend_url: str
         # The same calls with the right types still work.
         assert (await stm.record_turn(TURN, HISTORY, REPLIES)).recorded
     add_figure(figures, "argument_cases", len(cases))
+
+
+@pytest.mark.parametrize(("argument", "wrong"), [
+    ("url", 5), ("url", b"memory://"), ("url", ["memory://"]),
+    ("settings", {"ttl_hours": 1}), ("settings", "memory://"),
+    ("plugins", 5), ("plugins", "stm_acme"), ("plugins", None)])
+async def test_open_store_refuses_wrong_types(argument: str, wrong: Any,
+                                              figures: dict[str, Any]) -> None:
+    arguments: dict[str, Any] = {"url": "memory://", "load_entrypoints": False,
+                                 argument: wrong}
+    with pytest.raises(ValidationError) as info:
+        async with open_store(**arguments):
+            pass
+    assert info.value.field == argument
+    add_figure(figures, "argument_cases", 1)
 
 
 # -- the values a host builds --------------------------------------------------------------
