@@ -13,6 +13,7 @@ string here, once, so every backend stores and compares the same text; a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any, TypeVar
 
 from stm_core.errors import ValidationError
@@ -95,6 +96,11 @@ def text_mapping(value: object, field: str, *,
     """A mapping whose keys pass ``key`` and whose values are text."""
     if not isinstance(value, Mapping):
         raise _wrong(field, f"a mapping of {what}", value)
+    # A turn's name map may hold a whole guild: the all-text case is checked
+    # with C-level iteration and copied once; anything else goes item by item.
+    if all(map(isinstance, value, repeat(str))) and all(
+            map(isinstance, value.values(), repeat(str))):
+        return dict(value)
     return {key(k, f"{field} key"): check_text(text, f"{field}[{k!r}]")
             for k, text in value.items()}
 
