@@ -21,7 +21,11 @@ class ValidationError(StmError, ValueError):
 
 
 class TemplateError(ValidationError):
-    """A prompt template uses syntax stm refuses (attribute access, indexes, formats)."""
+    """Kept for code that catches it; stm itself no longer raises it.
+
+    Prompt texts are stored as typed and rendered safely (see
+    :mod:`stm_core.templates`), so no brace is refused any more.
+    """
 
 
 class ConfigurationError(StmError):
