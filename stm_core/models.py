@@ -57,6 +57,9 @@ class Turn:
     triggerer_name: str = "User"
     #: LLM provider key, e.g. ``"openai"``, ``"anthropic"``, ``"novelai"``.
     provider: str = ""
+    #: The model of that provider, e.g. ``"gpt-4o"`` or ``"anthropic/claude-3-5-sonnet"``
+    #: behind a gateway. Gates, phrasing and the tool-format rule may look at it.
+    model: str | None = None
     has_tools: bool = True
     personal_memories_enabled: bool = True
     is_user_impersonation: bool = False
