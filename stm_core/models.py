@@ -6,10 +6,12 @@ snowflakes or anything else); a turn whose ``server_id`` is ``None`` is a DM.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
 
 import attrs
+
+from stm_core.errors import ValidationError
 
 
 def _to_frozenset(values: Iterable[str]) -> frozenset[str]:
@@ -26,6 +28,15 @@ DIALOGUE_SAMPLE = "DIALOGUE_SAMPLE"
 ItemKind = Literal["other_channels", "same_channel", "nudge"]
 RenderModeKey = str
 AuthorType = Literal["user", "persona", "other"]
+
+
+def _optional_text(name: str) -> Callable[[Any, Any, Any], None]:
+    """An attrs validator: ``None`` or a string, else a :class:`ValidationError`."""
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if value is not None and not isinstance(value, str):
+            raise ValidationError(f"{name} must be a string or None, not {value!r}",
+                                  field=name, allowed="a string or None")
+    return check
 
 
 def _frozen_mapping(value: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -59,7 +70,7 @@ class Turn:
     provider: str = ""
     #: The model of that provider, e.g. ``"gpt-4o"`` or ``"anthropic/claude-3-5-sonnet"``
     #: behind a gateway. Gates, phrasing and the tool-format rule may look at it.
-    model: str | None = None
+    model: str | None = attrs.field(default=None, validator=_optional_text("model"))
     has_tools: bool = True
     personal_memories_enabled: bool = True
     is_user_impersonation: bool = False

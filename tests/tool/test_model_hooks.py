@@ -3,7 +3,10 @@ the parameter existed keep working."""
 
 from __future__ import annotations
 
+import pytest
+
 from stm_core import hookimpl
+from stm_core.errors import ValidationError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.store import open_store
 
@@ -79,3 +82,10 @@ async def test_plugins_without_the_model_parameter_keep_working(backend_url: str
         schema = await stm.tool_schema(turn(provider="legacy", model="x-1"), "openai")
         assert schema is not None
         assert schema["function"]["description"] == "Old plugin description."
+
+
+@pytest.mark.parametrize("bad", [4, b"gpt-4o", ["gpt-4o"], 1.5])
+def test_a_model_that_is_not_text_is_a_validation_error(bad: object) -> None:
+    with pytest.raises(ValidationError) as caught:
+        turn(model=bad)
+    assert caught.value.field == "model"
