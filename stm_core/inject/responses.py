@@ -2,7 +2,7 @@
 
 A ``user`` or ``assistant`` message item is a dialogue turn, and so is each
 run of tool calls the model made (``function_call``, ``custom_tool_call``, ...:
-the model's turn when it answered with calls only). Call outputs
+the model's turn when it answered with calls only; parallel calls count once). Call outputs
 (``*_call_output``) stay right after their calls, and a ``reasoning`` item
 right before what it reasoned about.
 """
@@ -38,16 +38,16 @@ def awaits_result(item: object) -> bool:
 
 def turns(items: Sequence[object]) -> list[bool]:
     flags = []
-    previous: object = None
+    previous: object = None  # the last item that is not a reasoning item
     for item in items:
         if is_message(item):
             flags.append(field(item, "role") in DIALOGUE_ROLES)
         else:
-            # Only the first call of a run (parallel calls, outputs, reasoning) counts.
-            flags.append(is_call(item) and not (previous is not None and (
-                is_call(previous) or is_output(previous)
-                or field(previous, "type") == "reasoning")))
-        previous = item
+            # One model turn per run of calls: parallel calls count once; a
+            # call made after seeing an output is the model's next turn.
+            flags.append(is_call(item) and not (previous is not None and is_call(previous)))
+        if field(item, "type") != "reasoning":
+            previous = item
     return flags
 
 

@@ -54,11 +54,11 @@ def responses_turns(items: Body) -> list[bool]:
     flags = []
     for k, item in enumerate(items):
         kind = item.get("type", "message")
-        previous = items[k - 1].get("type") if k else None
+        before = [i for i in items[:k] if i.get("type") != "reasoning"]
         flags.append(
             (kind == "message" and item.get("role") in ("user", "assistant"))
             or (kind == "function_call"
-                and previous not in ("function_call", "function_call_output", "reasoning")))
+                and not (before and before[-1].get("type") == "function_call")))
     return flags
 
 

@@ -13,7 +13,7 @@ import pytest
 from stm_core.errors import ValidationError
 from stm_core.inject import StmMessage, find_injected, inject, strip_injected
 from stm_core.models import ContextItem, StmContext
-from tests.sdk.conversations import BUILDERS, SCENARIOS
+from tests.sdk.conversations import BUILDERS, SCENARIOS, call, output
 from tests.sdk.rules import RULES, Body
 from tests.sdk.wire import send_anthropic, send_chat, send_gemini, send_responses
 
@@ -163,3 +163,16 @@ def test_wrong_types_are_validation_errors(messages: Any, ctx: Any, field: str) 
     with pytest.raises(ValidationError) as caught:
         inject(messages, ctx)
     assert caught.value.field == field
+
+
+def test_worked_example_responses_each_round_of_calls_is_a_turn() -> None:
+    conversation = [{"role": "user", "content": "plan my day"}, call("c1"), output("c1"),
+                    call("c2"), call("c3"), output("c2"), output("c3"),
+                    {"role": "assistant", "content": "Done."}]
+    out = inject(conversation, StmContext(nudge_item=NUDGE, nudge_injection_depth=2),
+                 format="openai-responses")
+    # Turns from the end: the answer, then the second round of (parallel) calls.
+    assert find_injected(out) == [(3, NUDGE)]
+    assert out[4] is conversation[3]
+    body = sent("openai-responses", out)
+    assert RULES["openai-responses"][1](body)
