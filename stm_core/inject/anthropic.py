@@ -40,7 +40,7 @@ def as_user_message(item: ContextItem) -> dict[str, Any]:
 
 ANTHROPIC = MessageFormat(
     key="anthropic",
-    turns=each_turn(is_turn),
+    is_turn_at=each_turn(is_turn),
     is_result=is_tool_result,
     awaits_result=uses_tools,
     is_preamble=lambda message: False,

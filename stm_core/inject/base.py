@@ -24,16 +24,20 @@ def parts_of(item: object, name: str) -> Sequence[object]:
     return value if isinstance(value, Sequence) and not isinstance(value, str) else ()
 
 
-def each_turn(is_turn: Callable[[object], bool]) -> Callable[[Sequence[object]], list[bool]]:
-    """Turn flags of a format whose items count one by one."""
-    return lambda items: [is_turn(item) for item in items]
+TurnAt = Callable[[Sequence[object], int], bool]
+
+
+def each_turn(is_turn: Callable[[object], bool]) -> TurnAt:
+    """The turn rule of a format whose items count one by one."""
+    return lambda items, index: is_turn(items[index])
 
 
 @attrs.frozen(kw_only=True)
 class MessageFormat:
     """A provider's message list, as far as placing an item in it goes.
 
-    ``turns(items)`` flags the items that count as one dialogue turn for depth.
+    ``is_turn_at(items, index)``: ``items[index]`` counts as one dialogue turn
+    for depth (asked from the end of the list, only as far as the depth goes).
     ``is_result(item)``: the item answers a tool call and must stay right after
     what precedes it. ``awaits_result(item)``: the item is (or ends with) a tool
     call, or a reasoning item, that nothing may follow before its result.
@@ -42,7 +46,7 @@ class MessageFormat:
     """
 
     key: str
-    turns: Callable[[Sequence[object]], list[bool]]
+    is_turn_at: TurnAt
     is_result: Callable[[object], bool]
     awaits_result: Callable[[object], bool]
     is_preamble: Callable[[object], bool]

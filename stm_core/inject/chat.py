@@ -53,7 +53,7 @@ def as_message(item: ContextItem, *, keep_tags: bool = False) -> dict[str, Any]:
 
 CHAT = MessageFormat(
     key="openai",
-    turns=each_turn(is_dialogue_turn),
+    is_turn_at=each_turn(is_dialogue_turn),
     is_result=is_tool_result,
     awaits_result=calls_tools,
     is_preamble=lambda item: field(item, "role") in PREAMBLE_ROLES,

@@ -48,7 +48,7 @@ def as_user_content(item: ContextItem) -> dict[str, Any]:
 
 GEMINI = MessageFormat(
     key="gemini",
-    turns=each_turn(is_turn),
+    is_turn_at=each_turn(is_turn),
     is_result=answers_functions,
     awaits_result=calls_functions,
     is_preamble=lambda content: False,

@@ -36,19 +36,19 @@ def awaits_result(item: object) -> bool:
     return is_call(item) or field(item, "type") == "reasoning"
 
 
-def turns(items: Sequence[object]) -> list[bool]:
-    flags = []
-    previous: object = None  # the last item that is not a reasoning item
-    for item in items:
-        if is_message(item):
-            flags.append(field(item, "role") in DIALOGUE_ROLES)
-        else:
-            # One model turn per run of calls: parallel calls count once; a
-            # call made after seeing an output is the model's next turn.
-            flags.append(is_call(item) and not (previous is not None and is_call(previous)))
-        if field(item, "type") != "reasoning":
-            previous = item
-    return flags
+def is_turn_at(items: Sequence[object], index: int) -> bool:
+    item = items[index]
+    if is_message(item):
+        return field(item, "role") in DIALOGUE_ROLES
+    if not is_call(item):
+        return False
+    # One model turn per round of calls: parallel calls count once; a call
+    # made after seeing an output is the model's next turn. Reasoning items
+    # are skipped when looking back.
+    for position in range(index - 1, -1, -1):
+        if field(items[position], "type") != "reasoning":
+            return not is_call(items[position])
+    return True
 
 
 def as_input_message(item: ContextItem) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def as_input_message(item: ContextItem) -> dict[str, Any]:
 
 RESPONSES = MessageFormat(
     key="openai-responses",
-    turns=turns,
+    is_turn_at=is_turn_at,
     is_result=is_output,
     awaits_result=awaits_result,
     is_preamble=lambda item: is_message(item) and field(item, "role") in PREAMBLE_ROLES,

@@ -32,19 +32,16 @@ def keep_tool_calls_together(items: Sequence[object], index: int,
     return index
 
 
-def turn_flags(items: Sequence[object], fmt: MessageFormat,
-               is_dialogue: Callable[[object], bool] | None) -> list[bool]:
-    return fmt.turns(items) if is_dialogue is None else [is_dialogue(i) for i in items]
-
-
-def depth_index(flags: Sequence[bool], depth: int) -> int:
-    """The index before the ``depth``-th flagged item from the end (the
-    earliest one when fewer exist); the end for ``depth <= 0`` or no turn."""
-    index = len(flags)
+def depth_index(items: Sequence[object], depth: int,
+                is_turn_at: Callable[[Sequence[object], int], bool]) -> int:
+    """The index before the ``depth``-th dialogue turn from the end (the
+    earliest one when fewer exist); the end for ``depth <= 0`` or no turn.
+    Walks from the end and stops at the depth."""
+    index = len(items)
     if depth > 0:
         counted = 0
-        for position in range(len(flags) - 1, -1, -1):
-            if flags[position]:
+        for position in range(len(items) - 1, -1, -1):
+            if is_turn_at(items, position):
                 counted += 1
                 index = position
                 if counted == depth:
@@ -56,7 +53,9 @@ def insertion_index(items: Sequence[object], depth: int, fmt: MessageFormat = CH
                     is_dialogue: Callable[[object], bool] | None = None,
                     protect_tool_calls: bool = True) -> int:
     """The index before which an item at dialogue ``depth`` goes."""
-    index = depth_index(turn_flags(items, fmt, is_dialogue), depth)
+    is_turn_at = (fmt.is_turn_at if is_dialogue is None
+                  else lambda items, position: is_dialogue(items[position]))
+    index = depth_index(items, depth, is_turn_at)
     return keep_tool_calls_together(items, index, fmt) if protect_tool_calls else index
 
 
