@@ -180,7 +180,7 @@ class Hooks:
             key = normalize_provider(provider)
             named = self.pm.hook.stm_tool_format(provider=key, model=model)
             if named is not None:
-                if named not in formats:
+                if not isinstance(named, str) or named not in formats:
                     raise PluginError(f"stm_tool_format named the tool format {named!r} for "
                                       f"provider {key!r}, but no plugin registers it")
                 return formats[named]

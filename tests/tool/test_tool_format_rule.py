@@ -84,14 +84,18 @@ def test_a_plugin_answer_beats_the_family_and_formats_claim_case_insensitively()
 
 
 class NamesNothing:
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
     @hookimpl
-    def stm_tool_format(self) -> str:
-        return "no-such-format"
+    def stm_tool_format(self) -> object:
+        return self.answer
 
 
-def test_a_plugin_naming_an_unregistered_format_is_a_plugin_error() -> None:
-    with pytest.raises(PluginError, match="'no-such-format'"):
-        hooks(NamesNothing()).tool_format_for("openai", None)
+@pytest.mark.parametrize("answer", ["no-such-format", ["openai"], 42])
+def test_a_plugin_naming_an_unregistered_format_is_a_plugin_error(answer: object) -> None:
+    with pytest.raises(PluginError, match=repr(answer).replace("[", r"\[")):
+        hooks(NamesNothing(answer)).tool_format_for("openai", None)
 
 
 def turn(**changes: object) -> Turn:
