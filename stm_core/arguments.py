@@ -63,6 +63,13 @@ def check_optional_text(value: object, field: str) -> str | None:
     return None if value is None else check_text(value, field)
 
 
+def check_int(value: object, field: str) -> int:
+    """A whole number; ``True``/``False`` and ``1.0`` are refused (ranges are the caller's)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _wrong(field, "a whole number (int)", value)
+    return value
+
+
 def check_flag(value: object, field: str) -> bool:
     if not isinstance(value, bool):
         raise _wrong(field, "True or False", value)

@@ -50,3 +50,8 @@ class StorageError(StmError):
 
 class PermissionDenied(StmError):
     """The acting user may not perform this admin action."""
+
+
+class UnknownProvider(ValidationError):
+    """No tool format is known for a turn's provider (and model): a typo, or a
+    provider that needs an explicit ``format=`` or an ``stm_tool_format`` plugin."""

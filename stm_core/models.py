@@ -113,6 +113,9 @@ class Turn:
     triggerer_name: str = attrs.field(default="User", validator=_text)
     #: LLM provider key, e.g. ``"openai"``, ``"anthropic"``, ``"novelai"``.
     provider: str = attrs.field(default="", validator=_text)
+    #: The model of that provider, e.g. ``"gpt-4o"`` or ``"anthropic/claude-3-5-sonnet"``
+    #: behind a gateway. Gates, phrasing and the tool-format rule may look at it.
+    model: str | None = attrs.field(default=None, validator=_optional_text)
     has_tools: bool = attrs.field(default=True, validator=_flag)
     personal_memories_enabled: bool = attrs.field(default=True, validator=_flag)
     is_user_impersonation: bool = attrs.field(default=False, validator=_flag)

@@ -149,13 +149,15 @@ class Stm:
     async def tool_schema(self, turn: Turn, format: str | None = None) -> dict[str, Any] | None:
         """The tool declaration for ``turn`` in a provider format, or ``None``
         when the tool is not offered. ``format`` is a registered format key
-        (``"openai"``, ``"anthropic"``, ``"gemini"``, ``"neutral"``); by default
-        the format of the turn's provider."""
+        (``"openai"``, ``"openai-strict"``, ``"openai-responses"``,
+        ``"openai-responses-strict"``, ``"anthropic"``, ``"gemini"``,
+        ``"neutral"``); by default the format of the turn's provider and model
+        (the tool-format rule of the host guide). Raises ``ValidationError`` for
+        an unknown key and ``UnknownProvider`` for a provider no rule knows."""
         from stm_core.tool.schema import tool_schema
 
         instance_of(turn, Turn, "turn")
-        check_optional_text(format, "format")
-        return await tool_schema(self, turn, format)
+        return await tool_schema(self, turn, format)  # checks format, naming the keys
 
     async def apply_tool_call(self, turn: Turn,
                               arguments: Mapping[str, object] | str) -> ToolResult:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from stm_core.arguments import (
     check_flag,
+    check_int,
     check_iterable,
     check_text,
     id_set,
@@ -65,6 +66,7 @@ def _optional(check: Check) -> Check:
 #: The kinds of argument checked, each with its check.
 CHECKS: dict[str, Check] = {
     "flag": check_flag,
+    "int": check_int,
     "id": to_id,
     "text": check_text,
     "ids": _id_list,
@@ -76,8 +78,8 @@ CHECKS: dict[str, Check] = {
 
 def kind_of(name: str, hint: object) -> tuple[str | None, bool]:
     """The kind (a :data:`CHECKS` key) of a parameter and whether ``None`` is
-    allowed. Kind ``None``: the method checks the value itself (ranges of
-    ``int`` parameters, an ``Actor``, a free-form document)."""
+    allowed. Kind ``None``: the method checks the value itself (an ``Actor``,
+    a free-form document); the ranges of ``int`` parameters are checked there too."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         rest = tuple(a for a in args if a is not type(None))
@@ -87,6 +89,8 @@ def kind_of(name: str, hint: object) -> tuple[str | None, bool]:
         return kind, len(rest) < len(args)
     if hint is bool:
         return "flag", False
+    if hint is int:
+        return "int", False
     if hint is str:
         return ("id" if _is_id(name) else "text"), False
     if origin is Iterable and args == (str,):

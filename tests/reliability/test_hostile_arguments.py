@@ -34,6 +34,7 @@ SERVER = "g1"
 #: Wrong values per kind of argument (``None`` is added where not allowed).
 WRONG: dict[str, list[Any]] = {
     "flag": [1, 0, "yes", "true", 1.0],
+    "int": [True, 1.5, "1", b"1", [1], float("nan")],
     "id": [True, False, 1.5, b"g1", ["g1"], {"id": "g1"}, object()],
     "text": [5, True, b"text", ["text"], {"text": "x"}],
     "ids": ["c1", b"c1", 5, {"c1": "x"}, [None], [True], [1.5], [["c1"]]],
@@ -42,7 +43,7 @@ WRONG: dict[str, list[Any]] = {
     "text_mapping": [5, "summary", ["summary"], {"summary": 5}, {5: "x"}],
 }
 #: A valid value per kind, so only the argument under test is wrong.
-VALID: dict[str, Any] = {"flag": True, "id": "c1", "text": "text", "ids": ["c1"],
+VALID: dict[str, Any] = {"flag": True, "int": 1, "id": "c1", "text": "text", "ids": ["c1"],
                          "texts": ["refresh_cadence"], "text_or_texts": ["Goals: g"],
                          "text_mapping": {"summary": "x"}}
 #: Valid values the kinds cannot give (per method and argument).
@@ -213,6 +214,7 @@ VALUE_FIELDS: dict[type, dict[str, list[Any]]] = {
         "bot_name": [None, 5, b"Bot"],
         "triggerer_name": [None, 5],
         "provider": [None, 5, ["openai"]],
+        "model": [5, b"gpt-4o", ["gpt-4o"]],
         "has_tools": [None, 1, "yes"],
         "personal_memories_enabled": [0, "no"],
         "is_user_impersonation": [1, None],
