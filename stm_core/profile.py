@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
+from stm_core.long_term_tools import long_term_macros
 from stm_core.settings import (
     DEFAULT_CONTENT_DEPTH,
     DEFAULT_NUDGE_DEPTH,
@@ -114,11 +115,11 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
     )
 
 
-def build_prompts(profile: ServerProfile, provider: str, hooks: Hooks) -> PromptSet:
+def build_prompts(profile: ServerProfile, provider: str, hooks: Hooks,
+                  env: Settings | None = None) -> PromptSet:
     """Expand then sanitise, in the reference's order: ``{category_labels}``
     (category mode only, every occurrence), macros, placeholder sanitising."""
-    macros = hooks.macros(provider)
-    values = dict(macros)
+    values = long_term_macros(hooks.macros(provider), env or Settings())
     if profile.mode == "category":
         values["category_labels"] = profile.category_labels
     else:
@@ -171,7 +172,7 @@ class ProfileCache:
         hit = self._prompts.get((server_id, provider))
         if hit is not None and hit[0] is profile and hit[1] == gen:
             return hit[2]
-        prompts = build_prompts(profile, provider, self._hooks)
+        prompts = build_prompts(profile, provider, self._hooks, self._env)
         if len(self._prompts) >= self._maxsize:
             self._prompts.clear()
         self._prompts[(server_id, provider)] = (profile, gen, prompts)

@@ -90,11 +90,17 @@ def skip_reason(turn: Turn, history: Sequence[HistoryMessage],
     return None
 
 
-def personas(responses: Sequence[PersonaResponse]) -> dict[str | None, str | None]:
-    """Distinct persona ids, in reply order -> the lineage of their first reply."""
+def personas(responses: Sequence[PersonaResponse],
+             turn_lineage: str | None = None) -> dict[str | None, str | None]:
+    """Distinct persona ids, in reply order -> the lineage of their first reply.
+
+    A reply that names no lineage takes the turn's: a row written without one
+    would be invisible to every reader that has one.
+    """
     found: dict[str | None, str | None] = {}
     for response in responses:
-        found.setdefault(response.persona_id or None, response.persona_lineage_id)
+        found.setdefault(response.persona_id or None,
+                         response.persona_lineage_id or turn_lineage)
     return found
 
 
@@ -126,7 +132,7 @@ async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
                                    crude_ttl_ms=settings.crude_ttl_ms,
                                    summary_ttl_ms=settings.summary_ttl_ms))
 
-    for persona_id, lineage in personas(responses).items():
+    for persona_id, lineage in personas(responses, turn.persona_lineage_id).items():
         live_rows[persona_id or ""] = len(writes)
         if turn.server_id is None:
             assert turn.user_id is not None  # checked by skip_reason

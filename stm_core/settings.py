@@ -28,12 +28,15 @@ STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce wri
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
+STM_LONG_TERM_MEMORY_TOOL                       (none)  host's tool that saves a long-term memory
+STM_LONG_TERM_MEMORY_UPDATE_TOOL                (none)  host's tool that edits a long-term memory
 =============================================== ======= =====================================
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -46,6 +49,8 @@ HOUR_MS = 3_600_000
 DEFAULT_LISTENING_MAX_AGE_MS = 300_000
 MINUTE_MS = 60_000
 DAY_MS = 86_400_000
+#: What every provider accepts as a function name.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _positive(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
@@ -86,6 +91,11 @@ class Settings:
     cache_max_age_seconds: float | None = attrs.field(default=None)
     listener_check_seconds: float = attrs.field(default=5.0)
     db_timeout_seconds: float = attrs.field(default=10.0)
+    #: The host's long-term-memory tools (the ``{memory_tool}`` and
+    #: ``{memory_update_tool}`` macros). Unset, the default nudge and tool
+    #: description name no long-term tool (DESIGN decision 15).
+    long_term_memory_tool: str | None = attrs.field(default=None)
+    long_term_memory_update_tool: str | None = attrs.field(default=None)
 
     @cache_max_age_seconds.validator
     def _check_max_age(self, attribute: attrs.Attribute[Any], value: float | None) -> None:
@@ -98,6 +108,14 @@ class Settings:
     def _check_seconds(self, attribute: attrs.Attribute[Any], value: float) -> None:
         if value <= 0:
             raise ConfigurationError(f"{attribute.name} must be more than 0, got {value}")
+
+    @long_term_memory_tool.validator
+    @long_term_memory_update_tool.validator
+    def _check_tool_name(self, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value is not None and not _TOOL_NAME.fullmatch(value):
+            raise ConfigurationError(
+                f"{attribute.name} must be a tool name of 1 to 64 letters, digits, "
+                f"'_' or '-', got {value!r}")
 
     @sqlite_synchronous.validator
     def _check_sync(self, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -194,6 +212,8 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_CACHE_MAX_AGE_SECONDS": ("cache_max_age_seconds", float),
     "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
     "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
+    "STM_LONG_TERM_MEMORY_TOOL": ("long_term_memory_tool", _str),
+    "STM_LONG_TERM_MEMORY_UPDATE_TOOL": ("long_term_memory_update_tool", _str),
 }
 
 #: Ranges of the per-server parameters (admin API, CLI, import all enforce them).

@@ -152,15 +152,30 @@ class Stm:
 
         return await apply_tool_call(self, turn, arguments)
 
+    async def record_window(self, turn: Turn, window: Sequence[HistoryMessage],
+                            responses: Sequence[PersonaResponse], *,
+                            stop_response: bool = False,
+                            privacy_full: bool = False) -> RecordResult:
+        """Post-turn effects: count the turn and keep the channel's last lines.
+
+        ``window`` is the history window the host sent the model this turn
+        (oldest first), not only the messages that are new since the last
+        call: the stored lines become the last ones of ``window`` followed by
+        ``responses``, and what was stored before is replaced.
+        """
+        from stm_core.record import record_turn
+
+        return await record_turn(self, turn, window, responses,
+                                 stop_response=stop_response, privacy_full=privacy_full)
+
     async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
                           responses: Sequence[PersonaResponse], *,
                           stop_response: bool = False,
                           privacy_full: bool = False) -> RecordResult:
-        """Post-turn effects: keep the channel's last messages and count the turn."""
-        from stm_core.record import record_turn
-
-        return await record_turn(self, turn, history, responses,
-                                 stop_response=stop_response, privacy_full=privacy_full)
+        """The same as :meth:`record_window`: ``history`` is the whole window."""
+        return await self.record_window(turn, history, responses,
+                                        stop_response=stop_response,
+                                        privacy_full=privacy_full)
 
     @property
     def admin(self) -> Admin:
