@@ -62,6 +62,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "stm_plugins.render_modes",
     "stm_plugins.default_macros",
     "stm_plugins.default_mentions",
+    "stm_plugins.discord_mentions",
+    "stm_plugins.slack_mentions",
     "stm_plugins.privacy",
     "stm_plugins.tool_formats",
     "stm_plugins.default_annotations",

@@ -2,9 +2,9 @@
 
 Each entry becomes an :class:`OtherChannelParts` (headers, body, capped raw
 lines) that the server's render mode assembles; the entries are joined and
-the whole text trimmed. Channels of the current server are referred to as
-``<#id>`` (mention conversion names them later); anything else is "a channel
-in another server".
+the whole text trimmed. Channels of the current server are referred to by the
+name the turn gives them (``<#id>`` when it gives none); anything else is "a
+channel in another server".
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
+from stm_core.mention_names import channel_reference
 from stm_core.models import CrudeMessage, Turn
 from stm_core.plugin_types import OtherChannelParts
 from stm_core.profile import ServerProfile
@@ -68,7 +69,7 @@ def entry_parts(record: MemoryRecord, turn: Turn, *, now_ms: int, current_server
     same_server = key.server_id == current_server
     # "Shared" means a server-wide memory of the server we are talking in.
     shared = same_server and turn.server_id is not None
-    chan = f"<#{key.channel_id}>" if same_server else OTHER_SERVER
+    chan = channel_reference(key.channel_id, turn) if same_server else OTHER_SERVER
     rel = relative_time(now_ms - record.updated_at_ms)
     bot = turn.bot_name
     if turn.is_user_impersonation:
