@@ -23,6 +23,7 @@ from stm_core.plugin_types import (
     MentionConverter,
     RenderMode,
     StorageAdapterSpec,
+    TokenCounter,
     ToolFormat,
     VisibilityPolicy,
 )
@@ -181,6 +182,16 @@ class Hooks:
                                   f"{DEFAULT_TOOL_FORMAT!r} format registered")
             return formats[DEFAULT_TOOL_FORMAT]
         return self._cached(("toolformat", provider), compute)
+
+    # -- prompt budget -------------------------------------------------------------
+    def token_counter(self, provider: str) -> TokenCounter:
+        def compute() -> TokenCounter:
+            counter = self.pm.hook.stm_token_counter(provider=provider)
+            if not callable(counter):
+                raise PluginError(f"no plugin answered stm_token_counter with a callable "
+                                  f"(got {counter!r})")
+            return cast(TokenCounter, counter)
+        return self._cached(("tokens", provider), compute)
 
     # -- admin permissions ---------------------------------------------------------
     def admin_allowed(self, actor: Actor, action: AdminAction) -> bool:

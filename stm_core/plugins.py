@@ -64,6 +64,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "stm_plugins.default_mentions",
     "stm_plugins.discord_mentions",
     "stm_plugins.slack_mentions",
+    "stm_plugins.token_estimate",
+    "stm_plugins.tiktoken_counter",
     "stm_plugins.privacy",
     "stm_plugins.tool_formats",
     "stm_plugins.default_annotations",

@@ -65,6 +65,8 @@ class ServerProfile:
     nudge_injection_depth: int
     content_injection_depth: int
     stm_enabled: bool
+    #: Tokens of the whole STM block per turn; 0 means no budget.
+    prompt_budget_tokens: int
     private_channel_ids: frozenset[str]
     privacy_bypass: bool
 
@@ -110,6 +112,7 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
         content_injection_depth=(DEFAULT_CONTENT_DEPTH if s.content_injection_depth is None
                                  else s.content_injection_depth),
         stm_enabled=s.stm_enabled is not False,
+        prompt_budget_tokens=env.prompt_budget_tokens,
         private_channel_ids=s.private_channel_ids,
         privacy_bypass=s.privacy_bypass,
     )

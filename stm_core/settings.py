@@ -28,6 +28,8 @@ STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce wri
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
+STM_PROMPT_BUDGET_TOKENS                        2000    tokens of the STM block per turn (0: none)
+STM_MAX_STORED_LINE_LENGTH                      1000    chars kept per stored raw line (marked)
 STM_LONG_TERM_MEMORY_TOOL                       (none)  host's tool that saves a long-term memory
 STM_LONG_TERM_MEMORY_UPDATE_TOOL                (none)  host's tool that edits a long-term memory
 =============================================== ======= =====================================
@@ -49,6 +51,8 @@ HOUR_MS = 3_600_000
 DEFAULT_LISTENING_MAX_AGE_MS = 300_000
 MINUTE_MS = 60_000
 DAY_MS = 86_400_000
+#: Room for the truncation mark and some text.
+MIN_STORED_LINE_LENGTH = 40
 #: What every provider accepts as a function name.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -91,6 +95,13 @@ class Settings:
     cache_max_age_seconds: float | None = attrs.field(default=None)
     listener_check_seconds: float = attrs.field(default=5.0)
     db_timeout_seconds: float = attrs.field(default=10.0)
+    #: The whole short-term-memory block of a turn (memory items and nudge) is
+    #: held to this many tokens (``stm_token_counter``); 0 turns the budget off.
+    #: A server may set its own (``prompt_budget_tokens`` server parameter).
+    prompt_budget_tokens: int = attrs.field(default=2000, validator=_non_negative)
+    #: A raw line is stored with at most this many characters, the end cut and
+    #: marked with :data:`stm_core.truncation.LINE_TRUNCATION_MARK`.
+    max_stored_line_length: int = attrs.field(default=1000)
     #: The host's long-term-memory tools (the ``{memory_tool}`` and
     #: ``{memory_update_tool}`` macros). Unset, the default nudge and tool
     #: description name no long-term tool (DESIGN decision 15).
@@ -108,6 +119,12 @@ class Settings:
     def _check_seconds(self, attribute: attrs.Attribute[Any], value: float) -> None:
         if value <= 0:
             raise ConfigurationError(f"{attribute.name} must be more than 0, got {value}")
+
+    @max_stored_line_length.validator
+    def _check_line_length(self, attribute: attrs.Attribute[Any], value: int) -> None:
+        if value < MIN_STORED_LINE_LENGTH:
+            raise ConfigurationError(f"max_stored_line_length must be at least "
+                                     f"{MIN_STORED_LINE_LENGTH}, got {value}")
 
     @long_term_memory_tool.validator
     @long_term_memory_update_tool.validator
@@ -212,6 +229,8 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_CACHE_MAX_AGE_SECONDS": ("cache_max_age_seconds", float),
     "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
     "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
+    "STM_PROMPT_BUDGET_TOKENS": ("prompt_budget_tokens", int),
+    "STM_MAX_STORED_LINE_LENGTH": ("max_stored_line_length", int),
     "STM_LONG_TERM_MEMORY_TOOL": ("long_term_memory_tool", _str),
     "STM_LONG_TERM_MEMORY_UPDATE_TOOL": ("long_term_memory_update_tool", _str),
 }

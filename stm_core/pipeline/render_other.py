@@ -88,7 +88,7 @@ def entry_parts(record: MemoryRecord, turn: Turn, *, now_ms: int, current_server
         memory_header = (f"[System: {bot} remembers a recent conversation with {user} "
                          f"in {chan} ({rel}):\n")
         raw_header = f"[System: {bot}'s recent raw messages with {user} in {chan}:\n"
-    messages = record.messages[-crude_count:] if record.messages else ()
+    messages = record.messages[-crude_count:] if record.messages and crude_count else ()
     return OtherChannelParts(
         memory_header=memory_header,
         raw_header=raw_header,
@@ -98,12 +98,16 @@ def entry_parts(record: MemoryRecord, turn: Turn, *, now_ms: int, current_server
 
 
 def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[MemoryRecord],
-                          now_ms: int, order: CategoryOrder) -> tuple[str, int | None]:
+                          now_ms: int, order: CategoryOrder,
+                          crude_count: int | None = None) -> tuple[str, int | None]:
     """The trimmed text of every entry (``""`` when none renders) and the
-    newest ``updated_at_ms`` among the entries that rendered something."""
+    newest ``updated_at_ms`` among the entries that rendered something.
+    ``crude_count`` (the prompt budget's) may show fewer raw lines than the
+    server's ``crude_message_count``."""
     render = profile.render_mode.render
     current_server = turn.server_id if turn.server_id is not None else DM_SERVER
-    crude_count = profile.crude_message_count
+    if crude_count is None:
+        crude_count = profile.crude_message_count
     pieces: list[str] = []
     newest: int | None = None
     for record in entries:
