@@ -17,6 +17,7 @@ from stm_core.errors import (
     PluginError,
     StmError,
     StorageError,
+    StoreClosed,
     TemplateError,
     UnknownDatabaseURL,
     ValidationError,
@@ -48,6 +49,7 @@ from stm_core.plugin_types import (
 from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
+from stm_core.sync import SyncStm, open_store_sync
 from stm_core.tool import TOOL_NAME
 
 __all__ = [
@@ -74,6 +76,8 @@ __all__ = [
     "StmError",
     "StorageAdapterSpec",
     "StorageError",
+    "StoreClosed",
+    "SyncStm",
     "SystemClock",
     "TemplateError",
     "ToolFormat",
@@ -89,4 +93,5 @@ __all__ = [
     "inject",
     "insert_at_dialogue_depth",
     "open_store",
+    "open_store_sync",
 ]

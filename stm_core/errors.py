@@ -42,3 +42,7 @@ class StorageError(StmError):
 
 class PermissionDenied(StmError):
     """The acting user may not perform this admin action."""
+
+
+class StoreClosed(StmError):
+    """A call reached a store that was already closed."""
