@@ -9,10 +9,10 @@ import warnings
 import pluggy
 import pytest
 
+# -- start deprecate-argument --
 from hookspecs import PROJECT_NAME, hookimpl, hookspec
 
 
-# -- start deprecate-argument --
 class PhrasingSpecs:
     @hookspec(firstresult=True, warn_on_impl_args={
         "mode": DeprecationWarning(
