@@ -112,7 +112,8 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
         content_injection_depth=(DEFAULT_CONTENT_DEPTH if s.content_injection_depth is None
                                  else s.content_injection_depth),
         stm_enabled=s.stm_enabled is not False,
-        prompt_budget_tokens=env.prompt_budget_tokens,
+        prompt_budget_tokens=(env.prompt_budget_tokens if s.prompt_budget_tokens is None
+                              else s.prompt_budget_tokens),
         private_channel_ids=s.private_channel_ids,
         privacy_bypass=s.privacy_bypass,
     )

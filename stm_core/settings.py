@@ -239,6 +239,8 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
 REFRESH_CADENCE_RANGE = (1, 100)
 NUDGE_DEPTH_RANGE = (0, 20)
 CONTENT_DEPTH_RANGE = (-1, 20)
+#: A server's prompt budget in tokens (0: none).
+PROMPT_BUDGET_RANGE = (0, 1_000_000)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
 DEFAULT_REFRESH_CADENCE = 5
 DEFAULT_RENDER_MODE = "crude_summary"

@@ -17,6 +17,7 @@ from stm_core.settings import (
     DEFAULT_REFRESH_CADENCE,
     DEFAULT_RENDER_MODE,
     NUDGE_DEPTH_RANGE,
+    PROMPT_BUDGET_RANGE,
     REFRESH_CADENCE_RANGE,
     Settings,
 )
@@ -29,6 +30,7 @@ PARAM_NAMES: tuple[str, ...] = (
     "crude_message_count",
     "nudge_injection_depth",
     "content_injection_depth",
+    "prompt_budget_tokens",
 )
 
 
@@ -39,6 +41,7 @@ def int_ranges(settings: Settings) -> dict[str, tuple[int, int]]:
         "crude_message_count": (1, settings.max_messages_per_channel),
         "nudge_injection_depth": NUDGE_DEPTH_RANGE,
         "content_injection_depth": CONTENT_DEPTH_RANGE,
+        "prompt_budget_tokens": PROMPT_BUDGET_RANGE,
     }
 
 
@@ -79,6 +82,7 @@ def defaults(settings: Settings) -> dict[str, int | str]:
         "crude_message_count": settings.default_crude_message_count,
         "nudge_injection_depth": DEFAULT_NUDGE_DEPTH,
         "content_injection_depth": DEFAULT_CONTENT_DEPTH,
+        "prompt_budget_tokens": settings.prompt_budget_tokens,
     }
 
 
@@ -92,6 +96,8 @@ def param_label(name: str, value: int | str) -> str:
         return _depth_label(value)
     if name == "content_injection_depth":
         return "anchored (default)" if value == -1 else _depth_label(value)
+    if name == "prompt_budget_tokens":
+        return "no budget" if value == 0 else f"{value} tokens"
     return str(value)
 
 
@@ -121,6 +127,7 @@ def effective_params(stored: ServerSettings, settings: Settings) -> ServerParams
         crude_message_count=int(values["crude_message_count"]),
         nudge_injection_depth=int(values["nudge_injection_depth"]),
         content_injection_depth=int(values["content_injection_depth"]),
+        prompt_budget_tokens=int(values["prompt_budget_tokens"]),
         defaults=frozenset(unset),
         labels={name: param_label(name, values[name]) for name in PARAM_NAMES},
     )

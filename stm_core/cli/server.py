@@ -72,11 +72,14 @@ def params_show(state: CliState, server_id: str) -> None:
               help="Dialogue turns from the bottom where the nudge goes (0-20; 0 = tail).")
 @click.option("--content-depth", "content_injection_depth", type=int,
               help="Where the memory block goes (-1-20; -1 = anchored near the top).")
+@click.option("--budget", "prompt_budget_tokens", type=int,
+              help="Tokens of a turn's short-term memory block (0-1000000; 0 = no budget).")
 @json_option
 @pass_state
 def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
                render_mode: str | None, crude_message_count: int | None,
-               nudge_injection_depth: int | None, content_injection_depth: int | None) -> None:
+               nudge_injection_depth: int | None, content_injection_depth: int | None,
+               prompt_budget_tokens: int | None) -> None:
     """Set any of the parameters; the others keep their values.
 
     \b
@@ -84,12 +87,14 @@ def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
       stm server params set 1234567890 --cadence 3
       stm server params set 1234567890 --render-mode supersede --nudge-depth 0
       stm server params set 1234567890 --content-depth -1
+      stm server params set 1234567890 --budget 800
     """
     show_params(state, with_admin(state, lambda admin: admin.set_server_params(
         server_id, refresh_cadence=refresh_cadence, render_mode=render_mode,
         crude_message_count=crude_message_count,
         nudge_injection_depth=nudge_injection_depth,
-        content_injection_depth=content_injection_depth)))
+        content_injection_depth=content_injection_depth,
+        prompt_budget_tokens=prompt_budget_tokens)))
 
 
 @params.command("reset")

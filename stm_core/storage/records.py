@@ -103,6 +103,8 @@ class ServerSettings:
     #: Ordered by position; empty means the implicit default ``summary`` category.
     categories: tuple[CategoryRecord, ...] = ()
     updated_at_ms: int = 0
+    #: Tokens of a turn's STM block in this server; ``None``: the process setting.
+    prompt_budget_tokens: int | None = None
 
 
 #: Columns of :class:`ServerSettings` that ``update_server_settings`` may change.
@@ -117,6 +119,7 @@ SERVER_SETTING_FIELDS: tuple[str, ...] = (
     "stm_enabled",
     "private_channel_ids",
     "privacy_bypass",
+    "prompt_budget_tokens",
 )
 
 

@@ -41,9 +41,15 @@ def _create_v1(dialect: Dialect) -> list[str]:
     return out
 
 
+def _add_prompt_budget(dialect: Dialect) -> list[str]:
+    return ["ALTER TABLE stm_server_settings ADD COLUMN prompt_budget_tokens INTEGER"]
+
+
 MIGRATIONS: tuple[MigrationStep, ...] = (
     MigrationStep(version=1, description="memories, server settings, categories, user prefs",
                   statements=_create_v1),
+    MigrationStep(version=2, description="a server's prompt budget",
+                  statements=_add_prompt_budget),
 )
 
 

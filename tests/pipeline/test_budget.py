@@ -186,3 +186,19 @@ def test_environment_values() -> None:
     settings = Settings.from_env({"STM_PROMPT_BUDGET_TOKENS": "0",
                                   "STM_MAX_STORED_LINE_LENGTH": "4000"})
     assert (settings.prompt_budget_tokens, settings.max_stored_line_length) == (0, 4000)
+
+
+async def test_a_servers_budget_beats_the_process_setting(seeded: Stm) -> None:
+    await context_with_budget(seeded, 0)  # the process has no budget
+    params = await seeded.admin.set_server_params("G", prompt_budget_tokens=300)
+    assert (params.prompt_budget_tokens, params.labels["prompt_budget_tokens"]) == (
+        300, "300 tokens")
+    assert cost(await seeded.build_context(make_turn())) <= 300
+    # 0 switches this server's budget off, whatever the process setting says.
+    seeded.settings = attrs.evolve(seeded.settings, prompt_budget_tokens=100)
+    seeded.profiles = ProfileCache(seeded.hooks, seeded.settings)
+    await seeded.admin.set_server_params("G", prompt_budget_tokens=0)
+    assert cost(await seeded.build_context(make_turn())) > 2000
+    reset = await seeded.admin.reset_server_params("G", names=["prompt_budget_tokens"])
+    assert reset.prompt_budget_tokens == 100 and "prompt_budget_tokens" in reset.defaults
+    assert cost(await seeded.build_context(make_turn())) <= 100

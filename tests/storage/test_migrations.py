@@ -21,12 +21,14 @@ from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url, parse_sqlite
 
 from .helpers import turn
 
-#: A test-only version 2: a new column, filled for the rows that exist.
+LATEST = MIGRATIONS[-1].version
+#: A test-only next version: a new column, filled for the rows that exist.
 ADD_NOTE = MigrationStep(
-    version=2, description="memories get a note",
+    version=LATEST + 1, description="memories get a note",
     statements=lambda dialect: ["ALTER TABLE stm_memories ADD COLUMN note TEXT",
-                                "UPDATE stm_memories SET note = 'from v1'"])
+                                "UPDATE stm_memories SET note = 'from before'"])
 WITH_V2 = (*MIGRATIONS, ADD_NOTE)
+EVERY_VERSION = [(v,) for v in range(1, LATEST + 1)]
 
 
 def adapter_for(url: str, migrations: Sequence[MigrationStep] = MIGRATIONS) -> SqlStorageAdapter:
@@ -51,24 +53,26 @@ async def fetch(url: str, sql: str) -> list[tuple[object, ...]]:
 async def test_upgrade_keeps_the_data(db_url: str) -> None:
     v1 = adapter_for(db_url)
     status = await v1.setup()
-    assert (status.from_version, status.to_version, status.created) == (None, 1, True)
+    assert (status.from_version, status.to_version, status.created) == (None, LATEST, True)
     written = await v1.capture(turn("c1", texts=("kept across the upgrade",)))
     await v1.aclose()
 
     v2 = adapter_for(db_url, WITH_V2)
     try:
         status = await v2.setup()
-        assert (status.from_version, status.to_version, status.created) == (1, 2, False)
+        assert (status.from_version, status.to_version, status.created) == (
+            LATEST, LATEST + 1, False)
         for record in written:
             assert await v2.get_memory(record.key) == record
         after = await v2.capture(turn("c1"))
         assert after[0].rev == written[0].rev + 1
         assert await fetch(db_url, "SELECT version FROM stm_schema_version ORDER BY version") == [
-            (1,), (2,)]
+            *EVERY_VERSION, (LATEST + 1,)]
         notes = await fetch(db_url, "SELECT note FROM stm_memories")
-        assert notes == [("from v1",), ("from v1",)]
+        assert notes == [("from before",), ("from before",)]
         again = await v2.setup()
-        assert (again.from_version, again.to_version, again.created) == (2, 2, False)
+        assert (again.from_version, again.to_version, again.created) == (
+            LATEST + 1, LATEST + 1, False)
     finally:
         await v2.aclose()
 
@@ -77,7 +81,8 @@ async def test_a_fresh_database_replays_every_step(db_url: str) -> None:
     adapter = adapter_for(db_url, WITH_V2)
     try:
         status = await adapter.setup()
-        assert (status.from_version, status.to_version, status.created) == (None, 2, True)
+        assert (status.from_version, status.to_version, status.created) == (
+            None, LATEST + 1, True)
         await adapter.capture(turn("c1"))
         assert await fetch(db_url, "SELECT note FROM stm_memories") == [(None,), (None,)]
     finally:
@@ -90,7 +95,7 @@ async def test_a_newer_schema_is_refused(db_url: str) -> None:
     await newer.aclose()
     older = adapter_for(db_url)
     try:
-        with pytest.raises(ConfigurationError, match="version 2"):
+        with pytest.raises(ConfigurationError, match=f"version {LATEST + 1}"):
             await older.setup()
     finally:
         await older.aclose()
@@ -101,7 +106,7 @@ async def test_setup_from_two_places_at_once_creates_once(db_url: str) -> None:
     try:
         statuses = await asyncio.gather(*(a.setup() for a in adapters))
         assert sorted(s.created for s in statuses) == [False, False, True]
-        assert await fetch(db_url, "SELECT version FROM stm_schema_version") == [(1,)]
+        assert await fetch(db_url, "SELECT version FROM stm_schema_version") == EVERY_VERSION
         await adapters[0].capture(turn("c1"))
         assert await adapters[2].get_memory(MemoryKey.server("g1", "c1", None)) is not None
     finally:
@@ -126,7 +131,28 @@ async def test_migrated_schema_matches_the_table_definitions(tmp_path: Path) -> 
 
 
 async def test_steps_must_be_numbered_in_order() -> None:
-    skip = MigrationStep(version=3, description="gap", statements=lambda d: [])
+    skip = MigrationStep(version=LATEST + 2, description="gap", statements=lambda d: [])
     with pytest.raises(ValueError, match="numbered"):
         adapter_for("sqlite:///:memory:", (*MIGRATIONS, skip))
 
+
+
+async def test_version_2_adds_the_server_prompt_budget(db_url: str) -> None:
+    """A version-1 database keeps its server settings; their budget is unset."""
+    v1 = adapter_for(db_url, MIGRATIONS[:1])
+    await v1.setup()
+    await v1.aclose()
+    await fetch(db_url, "INSERT INTO stm_server_settings (server_id, refresh_cadence, "
+                        "updated_at_ms, created_at_ms) VALUES ('g1', 3, 1, 1)")
+    latest = adapter_for(db_url)
+    try:
+        status = await latest.setup()
+        assert (status.from_version, status.to_version) == (1, 2)
+        before = await latest.load_server_settings("g1")
+        assert (before.refresh_cadence, before.prompt_budget_tokens) == (3, None)
+        after = await latest.update_server_settings("g1", {"prompt_budget_tokens": 500},
+                                                    now_ms=2)
+        assert (after.refresh_cadence, after.prompt_budget_tokens) == (3, 500)
+        assert await latest.load_server_settings("g1") == after
+    finally:
+        await latest.aclose()

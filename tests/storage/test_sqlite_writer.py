@@ -17,6 +17,7 @@ import pytest
 from stm_core.errors import ConfigurationError, StorageError
 from stm_core.settings import Settings
 from stm_core.storage.records import CaptureWrite, MemoryKey
+from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
 from stm_plugins.sqlalchemy_storage.urls import parse_sqlite_url
 
@@ -149,7 +150,7 @@ async def test_writes_survive_a_restart(tmp_path: Path) -> None:
     second = sqlite_adapter(path)
     try:
         status = await second.setup()
-        assert (status.created, status.from_version) == (False, 1)
+        assert (status.created, status.from_version) == (False, MIGRATIONS[-1].version)
         assert await second.get_memory(written[0].key) == written[0]
         assert await second.get_memory(written[1].key) == written[1]
     finally:
