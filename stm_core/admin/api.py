@@ -165,13 +165,15 @@ class Admin:
                                 nudge_injection_depth: int | None = None,
                                 content_injection_depth: int | None = None,
                                 cache_policy: str | None = None,
+                                prompt_budget_tokens: int | None = None,
                                 actor: Actor | None = None) -> ServerParams:
         """Store the given parameters (``None`` leaves one unchanged).
 
         Ranges: ``refresh_cadence`` 1-100; ``render_mode`` a registered key;
         ``crude_message_count`` 1-``max_messages_per_channel``;
         ``nudge_injection_depth`` 0-20; ``content_injection_depth`` -1-20;
-        ``cache_policy`` ``"freshness"`` or ``"stable"``.
+        ``cache_policy`` ``"freshness"`` or ``"stable"``;
+        ``prompt_budget_tokens`` 0-1000000 (0: no budget).
         With nothing given it writes nothing and returns the current values.
         """
         self._check(actor, "set_server_params", writes=True, scope="server", server_id=server_id)
@@ -180,7 +182,8 @@ class Admin:
                  "crude_message_count": crude_message_count,
                  "nudge_injection_depth": nudge_injection_depth,
                  "content_injection_depth": content_injection_depth,
-                 "cache_policy": cache_policy}
+                 "cache_policy": cache_policy,
+                 "prompt_budget_tokens": prompt_budget_tokens}
         changes = validate_params({k: v for k, v in given.items() if v is not None},
                                   settings=self._stm.settings,
                                   render_modes=self._stm.hooks.render_modes())

@@ -27,6 +27,8 @@ class ServerParams:
     content_injection_depth: int
     #: ``"freshness"`` (default) or ``"stable"`` (provider prompt caches).
     cache_policy: str = "freshness"
+    #: Tokens of a turn's STM block (0: no budget).
+    prompt_budget_tokens: int = 0
     defaults: frozenset[str] = frozenset()
     #: Friendly wording per parameter ("every turn", "tail", ...).
     labels: dict[str, str] = attrs.field(factory=dict)
@@ -44,6 +46,7 @@ class ServerParams:
             "nudge_injection_depth": self.nudge_injection_depth,
             "content_injection_depth": self.content_injection_depth,
             "cache_policy": self.cache_policy,
+            "prompt_budget_tokens": self.prompt_budget_tokens,
             "defaults": sorted(self.defaults),
             "labels": dict(self.labels),
             "unavailable": dict(self.unavailable),

@@ -82,12 +82,14 @@ def params_show(state: CliState, server_id: str) -> None:
 @click.option("--cache-policy", type=click.Choice(CACHE_POLICIES),
               help="freshness (ages, block moves when fresh) or stable (keeps provider "
                    "prompt caches warm).")
+@click.option("--budget", "prompt_budget_tokens", type=int,
+              help="Tokens of a turn's short-term memory block (0-1000000; 0 = no budget).")
 @json_option
 @pass_state
 def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
                render_mode: str | None, crude_message_count: int | None,
                nudge_injection_depth: int | None, content_injection_depth: int | None,
-               cache_policy: str | None) -> None:
+               cache_policy: str | None, prompt_budget_tokens: int | None) -> None:
     """Set any of the parameters; the others keep their values.
 
     \b
@@ -96,12 +98,14 @@ def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
       stm server params set 1234567890 --render-mode supersede --nudge-depth 0
       stm server params set 1234567890 --content-depth -1
       stm server params set 1234567890 --cache-policy stable
+      stm server params set 1234567890 --budget 800
     """
     show_params(state, with_admin(state, lambda admin: admin.set_server_params(
         server_id, refresh_cadence=refresh_cadence, render_mode=render_mode,
         crude_message_count=crude_message_count,
         nudge_injection_depth=nudge_injection_depth,
-        content_injection_depth=content_injection_depth, cache_policy=cache_policy)))
+        content_injection_depth=content_injection_depth, cache_policy=cache_policy,
+        prompt_budget_tokens=prompt_budget_tokens)))
 
 
 @params.command("reset")

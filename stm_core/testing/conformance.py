@@ -427,7 +427,7 @@ class StorageAdapterConformance:
             "nudge_injection_depth": 0, "content_injection_depth": -1,
             "tool_description_override": "Tool ✍️", "update_nudge_override": "Nudge {x}",
             "stm_enabled": False, "private_channel_ids": frozenset({"c2", "c1"}),
-            "privacy_bypass": True, "cache_policy": "stable",
+            "privacy_bypass": True, "cache_policy": "stable", "prompt_budget_tokens": 750,
         }
         stored = await adapter.update_server_settings(GUILD, changes, now_ms=NOW)
         expected = ServerSettings(server_id=GUILD, updated_at_ms=NOW,

@@ -197,6 +197,7 @@ _SETTING_ENCODERS: dict[str, Callable[[str, object], object]] = {
     "private_channel_ids": _channel_ids,
     "privacy_bypass": _bool,
     "cache_policy": _str_or_none,
+    "prompt_budget_tokens": _int_or_none,
 }
 
 
@@ -218,7 +219,8 @@ def settings_from_rows(server_id: str, row: Row | None,
         update_nudge_override=row[7],
         stm_enabled=None if row[8] is None else bool(row[8]),
         private_channel_ids=frozenset(_decode(row[9])), privacy_bypass=bool(row[10]),
-        categories=cats, updated_at_ms=row[11], cache_policy=row[12])
+        categories=cats, updated_at_ms=row[11], cache_policy=row[12],
+        prompt_budget_tokens=row[13])
 
 
 def category_params(server_id: str, c: CategoryRecord) -> dict[str, object]:

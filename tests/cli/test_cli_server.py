@@ -15,14 +15,15 @@ def test_params_show_set_reset(stm_cli: RunStm) -> None:
     human = ok(stm_cli("server", "params", "set", "g1", "--cadence", "1",
                        "--render-mode", "supersede", "--nudge-depth", "0",
                        "--crude-messages", "4", "--content-depth", "3",
-                       "--cache-policy", "stable"))
+                       "--cache-policy", "stable", "--budget", "800"))
     assert "every turn" in human.stdout and "tail" in human.stdout
+    assert "800 tokens" in human.stdout
 
     shown = ok(stm_cli("server", "params", "show", "g1", "--json")).json()
     assert (shown["refresh_cadence"], shown["render_mode"], shown["nudge_injection_depth"],
             shown["crude_message_count"], shown["content_injection_depth"],
             shown["cache_policy"]) == (1, "supersede", 0, 4, 3, "stable")
-    assert shown["defaults"] == []
+    assert shown["defaults"] == [] and shown["prompt_budget_tokens"] == 800
 
     reset = ok(stm_cli("--json", "server", "params", "reset", "g1", "--only",
                        "refresh_cadence")).json()
@@ -37,8 +38,10 @@ def test_params_refusals(stm_cli: RunStm) -> None:
     assert "server_id" in refused(stm_cli("server", "params", "show", "has space"))
     assert "cache-policy" in refused(stm_cli("server", "params", "set", "g1",
                                              "--cache-policy", "warm"))
+    assert "prompt_budget_tokens" in refused(
+        stm_cli("server", "params", "set", "g1", "--budget", "-5"))
     shown = ok(stm_cli("--json", "server", "params", "show", "g1")).json()
-    assert len(shown["defaults"]) == 6, "nothing was written"
+    assert len(shown["defaults"]) == 7, "nothing was written"
 
 
 def test_prompts_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:
