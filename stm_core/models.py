@@ -112,6 +112,9 @@ class HistoryMessage:
     author_type: AuthorType
     content: str
     speaker_name: str | None = None
+    #: The author's user id (or the persona's id). Stored with the line, so a
+    #: user's lines can be found, exported and forgotten; ``None`` when unknown.
+    author_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -132,6 +135,9 @@ class CrudeMessage:
     content: str
     speaker_name: str | None
     timestamp_ms: int
+    #: The :attr:`HistoryMessage.author_id` of the line; ``None`` for lines
+    #: stored without one (including every line stored before authors were kept).
+    author_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)

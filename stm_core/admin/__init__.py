@@ -8,6 +8,7 @@ from __future__ import annotations
 from stm_core.admin.api import Admin
 from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
 from stm_core.admin.params import PARAM_NAMES, param_label
+from stm_core.admin.user_data import ForgetResult
 from stm_core.admin.values import (
     Capability,
     CategoryInfo,
@@ -32,6 +33,7 @@ __all__ = [
     "Capability",
     "CategoryInfo",
     "ClearResult",
+    "ForgetResult",
     "MemoryEdit",
     "MemorySection",
     "MemorySnapshot",

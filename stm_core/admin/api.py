@@ -25,12 +25,13 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from stm_core.admin import config_io
+from stm_core.admin import config_io, user_data
 from stm_core.admin.categories import category_infos, check_categories, parse_category_lines
 from stm_core.admin.ids import check_id, check_ids, check_optional_id
 from stm_core.admin.memory import build_categories, clean_value, live_key, snapshot
 from stm_core.admin.params import PARAM_NAMES, effective_params, validate_params
 from stm_core.admin.prompts import PROMPT_COLUMNS, clean_override, server_prompts
+from stm_core.admin.user_data import ForgetResult
 from stm_core.admin.values import (
     Capability,
     ClearResult,
@@ -497,6 +498,25 @@ class Admin:
         self._check(actor, "clear_user", writes=True, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         return await self._delete(MemoryFilter(user_id=user_id, scope_kind="user"))
+
+    # -- privacy requests -------------------------------------------------------------------
+    async def forget_user(self, user_id: str, *, dry_run: bool = False,
+                          actor: Actor | None = None) -> ForgetResult:
+        """Remove everything stored of the user, everywhere: their own rows,
+        their lines in shared rows and other users' copies, their opt-in.
+        ``dry_run`` reports what would go and changes nothing."""
+        self._check(actor, "forget_user", writes=not dry_run, scope="user", user_id=user_id)
+        check_id(user_id, "user_id")
+        _check_bool(dry_run, "dry_run")
+        return await user_data.forget_user(self._stm, user_id, dry_run=dry_run)
+
+    async def export_user(self, user_id: str, *,
+                          actor: Actor | None = None) -> dict[str, Any]:
+        """Every stored thing about the user as a JSON-able dict: their rows,
+        their lines in other rows, their preferences."""
+        self._check(actor, "export_user", writes=False, scope="user", user_id=user_id)
+        check_id(user_id, "user_id")
+        return await user_data.export_user(self._stm, user_id)
 
     # -- export / import ----------------------------------------------------------------
     async def export_config(self, server_id: str, *,
