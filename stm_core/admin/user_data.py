@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from stm_core.admin.values import key_to_dict
+from stm_core.admin.values import key_to_dict, line_to_dict
 from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage
 from stm_core.storage.protocol import UserErasure
@@ -162,7 +162,7 @@ async def _strip_row(stm: Stm, erasure: UserErasure, record: MemoryRecord | None
 def record_to_dict(record: MemoryRecord, *, only_author: str | None = None) -> dict[str, Any]:
     lines = [m for m in record.messages if only_author is None or m.author_id == only_author]
     out: dict[str, Any] = {"key": key_to_dict(record.key),
-                           "messages": [message_to_dict(m) for m in lines],
+                           "messages": [line_to_dict(m) for m in lines],
                            "updated_at_ms": record.updated_at_ms}
     if only_author is None:
         out.update(summary=record.summary, categories=dict(record.categories),
@@ -170,11 +170,6 @@ def record_to_dict(record: MemoryRecord, *, only_author: str | None = None) -> d
                    persona_lineage_id=record.persona_lineage_id,
                    turns_since_refresh=record.turns_since_refresh)
     return out
-
-
-def message_to_dict(m: CrudeMessage) -> dict[str, Any]:
-    return {"role": m.role, "content": m.content, "speaker_name": m.speaker_name,
-            "timestamp_ms": m.timestamp_ms, "author_id": m.author_id}
 
 
 async def export_user(stm: Stm, user_id: str) -> dict[str, Any]:
