@@ -116,8 +116,7 @@ async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
     try:
         prefs_removed = await erasure.delete_user_prefs(user_id)
     finally:
-        stm.cache.drop_user(user_id)
-    stm.cache.put_prefs(UserPrefs(user_id=user_id))
+        stm.cache.drop_user(user_id)  # their view reloads with default preferences
     log.info("user %s forgotten: %d own rows, %d lines in %d other rows, preferences %s",
              user_id, len(removed), lines, len(changed),
              "removed" if prefs_removed else "none stored")

@@ -64,6 +64,8 @@ SERVER_VIEWS: dict[str, Call] = {
     "view_memory": lambda a, who: a.view_memory(channel_id="c1", server_id=SERVER, actor=who),
     "list_personas": lambda a, who: a.list_personas(channel_id="c1", server_id=SERVER,
                                                     actor=who),
+    "list_servers": lambda a, who: a.list_servers(actor=who),
+    "channel_rows": lambda a, who: a.channel_rows("c1", actor=who),
 }
 
 #: A user's own data: only that user.
@@ -77,6 +79,8 @@ OWN_DATA: dict[str, Callable[[Admin, Actor, str], Coroutine[Any, Any, Any]]] = {
                                                            actor=who),
     "edit_memory": lambda a, who, owner: a.edit_memory(channel_id="dm", user_id=owner,
                                                        summary="mine", actor=who),
+    "forget_user": lambda a, who, owner: a.forget_user(owner, actor=who),
+    "export_user": lambda a, who, owner: a.export_user(owner, actor=who),
 }
 
 
