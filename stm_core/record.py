@@ -73,7 +73,8 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
             newest_first.append(CrudeMessage(role="user" if author == "user" else "model",
                                              content=content,
                                              speaker_name=message.speaker_name,
-                                             timestamp_ms=now_ms))
+                                             timestamp_ms=now_ms,
+                                             author_id=message.author_id))
     newest_first.reverse()
     return tuple(newest_first)
 

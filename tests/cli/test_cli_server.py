@@ -8,6 +8,7 @@ from .conftest import RunStm, ok, refused
 
 
 def test_params_show_set_reset(stm_cli: RunStm) -> None:
+    ok(stm_cli("db", "upgrade"))
     shown = ok(stm_cli("--json", "server", "params", "show", "g1")).json()
     assert shown["refresh_cadence"] == 5 and shown["render_mode"] == "crude_summary"
     assert shown["labels"]["content_injection_depth"] == "anchored (default)"
@@ -65,25 +66,25 @@ def test_prompts_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:
 
 
 def test_categories_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:
-    result = ok(stm_cli("--json", "server", "categories", "set", "g1",
+    result = ok(stm_cli("--json", "server", "categories", "set", "g1", "--yes",
                         "--line", "Goals: where we go", "--line", "HP/MP: health")).json()
     assert result["mode"] == "category"
     assert [c["slug"] for c in result["categories"]] == ["goals", "hp_mp"]
 
     lines = tmp_path / "categories.txt"
     lines.write_text("Mood: how it feels\n\nThreats: what hunts us\n", encoding="utf-8")
-    ok(stm_cli("server", "categories", "set", "g1", "--file", str(lines)))
+    ok(stm_cli("server", "categories", "set", "g1", "--yes", "--file", str(lines)))
     human = ok(stm_cli("server", "categories", "show", "g1"))
     assert "Threats" in human.stdout and "threats" in human.stdout
     assert "Goals" not in human.stdout
 
-    assert "duplicate" in refused(stm_cli("server", "categories", "set", "g1",
+    assert "duplicate" in refused(stm_cli("server", "categories", "set", "g1", "--yes",
                                           "--line", "A: x", "--line", "a: y"))
-    assert "invalid format" in refused(stm_cli("server", "categories", "set", "g1",
+    assert "invalid format" in refused(stm_cli("server", "categories", "set", "g1", "--yes",
                                                "--line", "no colon"))
     assert "Threats" in ok(stm_cli("server", "categories", "show", "g1")).stdout
 
-    reset = ok(stm_cli("--json", "server", "categories", "reset", "g1")).json()
+    reset = ok(stm_cli("--json", "server", "categories", "reset", "g1", "--yes")).json()
     assert reset["is_default"] and reset["categories"][0]["label"] == "summary"
 
 
@@ -104,6 +105,7 @@ def test_privacy(stm_cli: RunStm) -> None:
 
 
 def test_capability(stm_cli: RunStm) -> None:
+    ok(stm_cli("db", "upgrade"))
     shown = ok(stm_cli("--json", "server", "capability", "show", "g1")).json()
     assert shown == {"server_id": "g1", "stm_enabled": True, "is_default": True}
     off = ok(stm_cli("server", "capability", "off", "g1"))
