@@ -21,6 +21,7 @@ from bench import (
     report,
     scenarios_build,
     scenarios_cache,
+    scenarios_cli,
     scenarios_history,
     scenarios_janitor,
     scenarios_peers,
@@ -46,6 +47,7 @@ SCENARIOS: dict[str, Scenario] = {
     "cache": scenarios_cache.run,
     "prefix": scenarios_prefix.run,
     "history": scenarios_history.run,
+    "cli": scenarios_cli.run,
 }
 
 
