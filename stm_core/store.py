@@ -33,6 +33,7 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from stm_core import telemetry
 from stm_core.cache import MemoryCache, MemoryView, UserView
 from stm_core.clock import Clock, SystemClock
 from stm_core.errors import ConfigurationError
@@ -92,6 +93,7 @@ class Stm:
         self.listener: InvalidationListener | None = None
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=False),
                                 self.clock.now_ms)
+        telemetry.register_metrics()
 
     # -- lifecycle -----------------------------------------------------------
     async def setup(self) -> SchemaStatus:
@@ -128,7 +130,27 @@ class Stm:
         """The short-term-memory part of the prompt for ``turn``. Never raises."""
         from stm_core.pipeline.build import build_context
 
-        return await build_context(self, turn)
+        with telemetry.span("stm.build_context") as span:
+            misses = self.cache.stats.misses
+            context = await build_context(self, turn)
+            if context.nudge_item is not None:
+                telemetry.counts.nudges_shown += 1
+            if span is not None:
+                span.set_attributes({
+                    **self._turn_attributes(turn),
+                    "stm.items": len(context.memory_items),
+                    "stm.nudge": context.nudge_item is not None,
+                    "stm.cache_hit": self.cache.stats.misses == misses,
+                    "stm.memory_depth": context.memory_injection_depth})
+        return context
+
+    def _turn_attributes(self, turn: Turn) -> dict[str, str]:
+        """Span attributes naming a turn's place (only computed when tracing)."""
+        server = turn.server_id
+        settings = self.cache.settings.get(server) if server is not None else None
+        mode = self.profiles.profile(server or "", settings).render_mode.key
+        return {"stm.server": server if server is not None else "dm",
+                "stm.channel": turn.channel_id, "stm.mode": mode}
 
     async def tool_available(self, turn: Turn) -> bool:
         """Whether ``update_short_term_memory`` may be offered this turn."""
@@ -152,7 +174,14 @@ class Stm:
         a :class:`ToolResult` to hand to the model."""
         from stm_core.tool.apply import apply_tool_call
 
-        return await apply_tool_call(self, turn, arguments)
+        with telemetry.span("stm.apply_tool_call") as span:
+            result = await apply_tool_call(self, turn, arguments)
+            telemetry.tool_call(result.ok, result.code)
+            if span is not None:
+                span.set_attributes({**self._turn_attributes(turn), "stm.ok": result.ok,
+                                     "stm.code": result.code or "",
+                                     "stm.items": len(result.written)})
+        return result
 
     async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
                           responses: Sequence[PersonaResponse], *,
@@ -161,8 +190,15 @@ class Stm:
         """Post-turn effects: keep the channel's last messages and count the turn."""
         from stm_core.record import record_turn
 
-        return await record_turn(self, turn, history, responses,
-                                 stop_response=stop_response, privacy_full=privacy_full)
+        with telemetry.span("stm.record_turn") as span:
+            result = await record_turn(self, turn, history, responses,
+                                       stop_response=stop_response, privacy_full=privacy_full)
+            if span is not None:
+                span.set_attributes({**self._turn_attributes(turn),
+                                     "stm.recorded": result.recorded,
+                                     "stm.skipped_reason": result.skipped_reason or "",
+                                     "stm.items": len(history) + len(responses)})
+        return result
 
     @property
     def admin(self) -> Admin:
@@ -214,10 +250,12 @@ class Stm:
         cached = self.cache.settings.get(server_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.settings_hits += 1
             return cached
 
         async def load() -> ServerSettings:
             self.cache.stats.misses += 1
+            telemetry.counts.settings_misses += 1
             epoch = self.cache.epoch
             value = await self.adapter.load_server_settings(server_id)
             if self.cache.epoch == epoch:
@@ -239,10 +277,12 @@ class Stm:
         cached = self.cache.servers.get(server_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.server_hits += 1
             return cached
 
         async def load() -> MemoryView:
             self.cache.stats.misses += 1
+            telemetry.counts.server_misses += 1
             epoch = self.cache.epoch
             self.cache.begin_load("server", server_id)
             view: MemoryView | None = None
@@ -262,10 +302,12 @@ class Stm:
         cached = self.cache.users.get(user_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.user_hits += 1
             return cached
 
         async def load() -> UserView:
             self.cache.stats.misses += 1
+            telemetry.counts.user_misses += 1
             epoch = self.cache.epoch
             self.cache.begin_load("user", user_id)
             memories: MemoryView | None = None

@@ -11,9 +11,11 @@ from __future__ import annotations
 import abc
 import enum
 import os
+import sys
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from stm_core import telemetry
 from stm_core.errors import StorageError, ValidationError
 from stm_core.lazy_import import lazy_module
 from stm_core.models import CrudeMessage
@@ -92,12 +94,34 @@ class SqlStorageAdapter(abc.ABC):
     async def aclose(self) -> None: ...
 
     @abc.abstractmethod
-    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         """Run read steps (several ones see one snapshot)."""
 
     @abc.abstractmethod
-    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         """Run steps in one transaction, committed before returning."""
+
+    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+        with telemetry.span("stm.storage.read") as span:
+            if span is not None:
+                span.set_attributes(self._span_attributes(steps))
+            return await self._run_read(steps)
+
+    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+        with telemetry.span("stm.storage.write") as span:
+            if span is not None:
+                span.set_attributes(self._span_attributes(steps))
+            return await self._run_write(steps)
+
+    def _span_attributes(self, steps: Sequence[Step]) -> dict[str, str | int]:
+        # The adapter method that asked (the first caller not named _...):
+        # looked up only while tracing.
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_code.co_name.startswith("_"):
+            frame = frame.f_back
+        return {"db.system.name": self.dialect_name, "stm.storage.backend": self.name,
+                "stm.storage.operation": frame.f_code.co_name,
+                "stm.storage.statements": len(steps)}
 
     async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
                            params: Sequence[Mapping[str, Any]]) -> list[Any]:

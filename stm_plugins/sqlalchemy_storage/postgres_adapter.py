@@ -217,7 +217,7 @@ class PostgresAdapter(SqlStorageAdapter):
         return self._pool
 
     # -- running steps ----------------------------------------------------------------------
-    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
         try:
             async with pool.acquire(timeout=self._timeout) as conn:
@@ -228,7 +228,7 @@ class PostgresAdapter(SqlStorageAdapter):
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: read failed: {exc}") from exc
 
-    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
         try:
             async with pool.acquire(timeout=self._timeout) as conn:

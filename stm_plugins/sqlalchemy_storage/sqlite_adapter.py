@@ -202,10 +202,10 @@ class SqliteAdapter(SqlStorageAdapter):
             await self.reader.close()
 
     # -- running steps --------------------------------------------------------------------
-    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         return await self._reads.run(run_read_steps, steps)
 
-    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         result = await self.writer.run(run_steps, steps)
         self._writes_since_check += 1
         if self._writes_since_check >= CHECKPOINT_CHECK_EVERY:
