@@ -29,6 +29,7 @@ from bench import (
     scenarios_record,
     scenarios_scale,
     scenarios_server_scale,
+    scenarios_telemetry,
 )
 from bench.config import RunConfig, make_config
 
@@ -48,6 +49,7 @@ SCENARIOS: dict[str, Scenario] = {
     "prefix": scenarios_prefix.run,
     "history": scenarios_history.run,
     "cli": scenarios_cli.run,
+    "telemetry": scenarios_telemetry.run,
 }
 
 

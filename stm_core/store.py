@@ -130,18 +130,21 @@ class Stm:
         """The short-term-memory part of the prompt for ``turn``. Never raises."""
         from stm_core.pipeline.build import build_context
 
-        with telemetry.span("stm.build_context") as span:
-            misses = self.cache.stats.misses
+        tracer = telemetry.tracer()
+        if tracer is None:  # nobody collects spans: the plain call
             context = await build_context(self, turn)
-            if context.nudge_item is not None:
-                telemetry.counts.nudges_shown += 1
-            if span is not None:
+        else:
+            with tracer.start_as_current_span("stm.build_context") as span:
+                misses = self.cache.stats.misses
+                context = await build_context(self, turn)
                 span.set_attributes({
                     **self._turn_attributes(turn),
                     "stm.items": len(context.memory_items),
                     "stm.nudge": context.nudge_item is not None,
                     "stm.cache_hit": self.cache.stats.misses == misses,
                     "stm.memory_depth": context.memory_injection_depth})
+        if context.nudge_item is not None:
+            telemetry.counts.nudges_shown += 1
         return context
 
     def _turn_attributes(self, turn: Turn) -> dict[str, str]:
@@ -190,14 +193,17 @@ class Stm:
         """Post-turn effects: keep the channel's last messages and count the turn."""
         from stm_core.record import record_turn
 
-        with telemetry.span("stm.record_turn") as span:
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await record_turn(self, turn, history, responses,
+                                     stop_response=stop_response, privacy_full=privacy_full)
+        with tracer.start_as_current_span("stm.record_turn") as span:
             result = await record_turn(self, turn, history, responses,
                                        stop_response=stop_response, privacy_full=privacy_full)
-            if span is not None:
-                span.set_attributes({**self._turn_attributes(turn),
-                                     "stm.recorded": result.recorded,
-                                     "stm.skipped_reason": result.skipped_reason or "",
-                                     "stm.items": len(history) + len(responses)})
+            span.set_attributes({**self._turn_attributes(turn),
+                                 "stm.recorded": result.recorded,
+                                 "stm.skipped_reason": result.skipped_reason or "",
+                                 "stm.items": len(history) + len(responses)})
         return result
 
     @property

@@ -28,9 +28,14 @@ if TYPE_CHECKING:
 #: The instrumentation scope of every span and instrument.
 SCOPE = "stm"
 
-# Environment variables through which OpenTelemetry can load a provider by itself.
-_TRACER_ENV = "OTEL_PYTHON_TRACER_PROVIDER"
+# A provider can only have been set by a host that imported OpenTelemetry (or
+# named one in these variables, which OpenTelemetry then loads): until then
+# stm does not pay for importing it.
+_modules = sys.modules
+_TRACE_MODULE = "opentelemetry.trace"
+_METRICS_MODULE = "opentelemetry.metrics"
 _METER_ENV = "OTEL_PYTHON_METER_PROVIDER"
+_PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
 _NO_SPAN: AbstractContextManager[None] = nullcontext()
 
@@ -75,24 +80,33 @@ class _State:
 _state = _State()
 
 
+def tracer() -> Tracer | None:
+    """The tracer to use, or ``None`` when nobody collects spans.
+
+    Hot paths test this first and run their plain code when it is ``None``.
+    """
+    found = _state.tracer
+    if found is None:
+        # The usual case, kept to two dictionary lookups: no OpenTelemetry
+        # imported by anyone, so no provider can have been set.
+        if _TRACE_MODULE not in _modules and not _PROVIDER_FROM_ENV:
+            if not _state.metrics_registered and _METRICS_MODULE in _modules:
+                register_metrics()
+            return None
+        found = _resolve_tracer()
+    return found
+
+
 def span(name: str) -> AbstractContextManager[Span | None]:
     """A span named ``name`` as the current one, or ``None`` when not tracing.
 
     Set attributes on the span only when it is not ``None``, so their values
     are not even computed when nobody traces.
     """
-    tracer = _state.tracer
-    if tracer is None:
-        tracer = _resolve_tracer()
-        if tracer is None:
-            return _NO_SPAN
-    return tracer.start_as_current_span(name)
-
-
-def _otel_in_use(module: str, env: str) -> bool:
-    # A provider can only have been set by a host that imported OpenTelemetry:
-    # until then stm does not pay for importing it.
-    return module in sys.modules or env in os.environ
+    found = tracer()
+    if found is None:
+        return _NO_SPAN
+    return found.start_as_current_span(name)
 
 
 def _resolve_tracer() -> Tracer | None:
@@ -100,8 +114,6 @@ def _resolve_tracer() -> Tracer | None:
         register_metrics()
     provider = _state.tracer_provider
     if provider is None:
-        if not _otel_in_use("opentelemetry.trace", _TRACER_ENV):
-            return None
         from opentelemetry import trace
 
         provider = trace.get_tracer_provider()
@@ -121,7 +133,8 @@ def configure(*, tracer_provider: TracerProvider | None = None,
     """
     _state.tracer_provider = tracer_provider
     _state.meter_provider = meter_provider
-    _state.tracer = None
+    _state.tracer = (None if tracer_provider is None
+                     else tracer_provider.get_tracer(SCOPE, _version()))
     _state.metrics_registered = False
     register_metrics()
 
@@ -136,7 +149,7 @@ def register_metrics() -> bool:
         return True
     if _state.meter_provider is not None:
         meter = _state.meter_provider.get_meter(SCOPE, _version())
-    elif _otel_in_use("opentelemetry.metrics", _METER_ENV):
+    elif _METRICS_MODULE in _modules or _METER_ENV in os.environ:
         from opentelemetry import metrics
 
         # Instruments of the proxy meter start reporting once an SDK is set.

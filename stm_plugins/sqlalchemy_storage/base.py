@@ -102,15 +102,19 @@ class SqlStorageAdapter(abc.ABC):
         """Run steps in one transaction, committed before returning."""
 
     async def _read(self, steps: Sequence[Step]) -> list[Any]:
-        with telemetry.span("stm.storage.read") as span:
-            if span is not None:
-                span.set_attributes(self._span_attributes(steps))
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await self._run_read(steps)
+        with tracer.start_as_current_span("stm.storage.read",
+                                          attributes=self._span_attributes(steps)):
             return await self._run_read(steps)
 
     async def _write(self, steps: Sequence[Step]) -> list[Any]:
-        with telemetry.span("stm.storage.write") as span:
-            if span is not None:
-                span.set_attributes(self._span_attributes(steps))
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await self._run_write(steps)
+        with tracer.start_as_current_span("stm.storage.write",
+                                          attributes=self._span_attributes(steps)):
             return await self._run_write(steps)
 
     def _span_attributes(self, steps: Sequence[Step]) -> dict[str, str | int]:
