@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import weakref
 from collections import Counter
 from collections.abc import Iterable
@@ -38,6 +39,9 @@ _METER_ENV = "OTEL_PYTHON_METER_PROVIDER"
 _PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
 _NO_SPAN: AbstractContextManager[None] = nullcontext()
+_monotonic = time.monotonic
+#: A provider set after stm found none is picked up within this many seconds.
+RECHECK_S = 1.0
 
 
 class _Counts:
@@ -75,6 +79,8 @@ class _State:
     tracer_provider: TracerProvider | None = None
     meter_provider: MeterProvider | None = None
     metrics_registered = False
+    #: When to look for a tracer provider again (OpenTelemetry imported, none set).
+    recheck_at = 0.0
 
 
 _state = _State()
@@ -93,6 +99,12 @@ def tracer() -> Tracer | None:
             if not _state.metrics_registered and _METRICS_MODULE in _modules:
                 register_metrics()
             return None
+        # OpenTelemetry is imported (perhaps by another library) but may have no
+        # SDK: asking it costs microseconds, so ask at most once a second.
+        now = _monotonic()
+        if now < _state.recheck_at:
+            return None
+        _state.recheck_at = now + RECHECK_S
         found = _resolve_tracer()
     return found
 
@@ -136,6 +148,7 @@ def configure(*, tracer_provider: TracerProvider | None = None,
     _state.tracer = (None if tracer_provider is None
                      else tracer_provider.get_tracer(SCOPE, _version()))
     _state.metrics_registered = False
+    _state.recheck_at = 0.0
     register_metrics()
 
 
