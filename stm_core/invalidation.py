@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from stm_core import telemetry
 from stm_core.storage.protocol import ChangeFeed, Subscription
 from stm_core.storage.records import ChangeNotice, MemoryKey
 
@@ -83,10 +84,23 @@ class InvalidationListener:
         self._wake_applier = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        telemetry.watch_listener(self)
 
     @property
     def connected(self) -> bool:
         return self._subscription is not None
+
+    def staleness_bound_s(self) -> float | None:
+        """The longest a cached view may now lag another process's write:
+        the safety expiry while listening, ``listener_check_seconds`` while
+        not (``None``: no bound)."""
+        settings = self._stm.settings
+        listening_ms = settings.cache_max_age_ms(listening=True)
+        listening_s = None if listening_ms is None else listening_ms / 1000
+        if self.connected:
+            return listening_s
+        unheard_s = settings.listener_check_seconds
+        return unheard_s if listening_s is None else min(unheard_s, listening_s)
 
     @property
     def subscription(self) -> Subscription | None:
@@ -132,6 +146,7 @@ class InvalidationListener:
                                      self._stm.clock.now_ms)
         self._connected.set()
         if self.stats.connects > 1:
+            telemetry.counts.listener_reconnects += 1
             log.info("listening for other processes' writes again; cache dropped")
         return True
 

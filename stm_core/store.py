@@ -33,6 +33,7 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from stm_core import telemetry
 from stm_core.arguments import (
     check_flag,
     check_iterable,
@@ -99,6 +100,7 @@ class Stm:
         self.listener: InvalidationListener | None = None
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=False),
                                 self.clock.now_ms)
+        telemetry.register_metrics()
 
     # -- lifecycle -----------------------------------------------------------
     async def setup(self) -> SchemaStatus:
@@ -137,7 +139,30 @@ class Stm:
         from stm_core.pipeline.build import build_context
 
         instance_of(turn, Turn, "turn")
-        return await build_context(self, turn)
+        tracer = telemetry.tracer()
+        if tracer is None:  # nobody collects spans: the plain call
+            context = await build_context(self, turn)
+        else:
+            with tracer.start_as_current_span("stm.build_context") as span:
+                misses = self.cache.stats.misses
+                context = await build_context(self, turn)
+                span.set_attributes({
+                    **self._turn_attributes(turn),
+                    "stm.items": len(context.memory_items),
+                    "stm.nudge": context.nudge_item is not None,
+                    "stm.cache_hit": self.cache.stats.misses == misses,
+                    "stm.memory_depth": context.memory_injection_depth})
+        if context.nudge_item is not None:
+            telemetry.counts.nudges_shown += 1
+        return context
+
+    def _turn_attributes(self, turn: Turn) -> dict[str, str]:
+        """Span attributes naming a turn's place (only computed when tracing)."""
+        server = turn.server_id
+        settings = self.cache.settings.get(server) if server is not None else None
+        mode = self.profiles.profile(server or "", settings).render_mode.key
+        return {"stm.server": server if server is not None else "dm",
+                "stm.channel": turn.channel_id, "stm.mode": mode}
 
     async def tool_available(self, turn: Turn) -> bool:
         """Whether ``update_short_term_memory`` may be offered this turn."""
@@ -168,7 +193,14 @@ class Stm:
         from stm_core.tool.apply import apply_tool_call
 
         instance_of(turn, Turn, "turn")
-        return await apply_tool_call(self, turn, arguments)
+        with telemetry.span("stm.apply_tool_call") as span:
+            result = await apply_tool_call(self, turn, arguments)
+            telemetry.tool_call(result.ok, result.code)
+            if span is not None:
+                span.set_attributes({**self._turn_attributes(turn), "stm.ok": result.ok,
+                                     "stm.code": result.code or "",
+                                     "stm.items": len(result.written)})
+        return result
 
     async def record_window(self, turn: Turn, window: Sequence[HistoryMessage],
                             responses: Sequence[PersonaResponse], *,
@@ -192,8 +224,18 @@ class Stm:
                      'PersonaResponse(content="...", persona_name="...")')
         check_flag(stop_response, "stop_response")
         check_flag(privacy_full, "privacy_full")
-        return await record_turn(self, turn, window, responses,
-                                 stop_response=stop_response, privacy_full=privacy_full)
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await record_turn(self, turn, window, responses,
+                                     stop_response=stop_response, privacy_full=privacy_full)
+        with tracer.start_as_current_span("stm.record_turn") as span:
+            result = await record_turn(self, turn, window, responses,
+                                       stop_response=stop_response, privacy_full=privacy_full)
+            span.set_attributes({**self._turn_attributes(turn),
+                                 "stm.recorded": result.recorded,
+                                 "stm.skipped_reason": result.skipped_reason or "",
+                                 "stm.items": len(window) + len(responses)})
+        return result
 
     async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
                           responses: Sequence[PersonaResponse], *,
@@ -254,10 +296,12 @@ class Stm:
         cached = self.cache.settings.get(server_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.settings_hits += 1
             return cached
 
         async def load() -> ServerSettings:
             self.cache.stats.misses += 1
+            telemetry.counts.settings_misses += 1
             epoch = self.cache.epoch
             value = await self.adapter.load_server_settings(server_id)
             if self.cache.epoch == epoch:
@@ -279,10 +323,12 @@ class Stm:
         cached = self.cache.servers.get(server_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.server_hits += 1
             return cached
 
         async def load() -> MemoryView:
             self.cache.stats.misses += 1
+            telemetry.counts.server_misses += 1
             epoch = self.cache.epoch
             self.cache.begin_load("server", server_id)
             view: MemoryView | None = None
@@ -302,10 +348,12 @@ class Stm:
         cached = self.cache.users.get(user_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.user_hits += 1
             return cached
 
         async def load() -> UserView:
             self.cache.stats.misses += 1
+            telemetry.counts.user_misses += 1
             epoch = self.cache.epoch
             self.cache.begin_load("user", user_id)
             memories: MemoryView | None = None

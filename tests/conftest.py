@@ -27,6 +27,10 @@ pytest_plugins = ["stm_core.testing"]
 PG_ENV = "STM_TEST_POSTGRES_URL"
 REQUIRE_PG_ENV = "STM_REQUIRE_POSTGRES"
 
+# Every precompiled SQLite statement is compared with its builder on first use
+# (child processes inherit it), so a stale precompiled file fails the suite.
+os.environ.setdefault("STM_VERIFY_PRECOMPILED_SQL", "1")
+
 
 def postgres_base_url() -> str | None:
     """The configured PostgreSQL URL, or None (skip) — or a failure in CI."""

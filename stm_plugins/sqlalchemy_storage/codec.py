@@ -33,6 +33,10 @@ _decode = json.JSONDecoder().decode
 
 Row = Sequence[Any]
 
+#: Fields of a ``MemoryFilter``, in the order filters are keyed.
+FILTER_FIELDS: tuple[str, ...] = ("channel_id", "user_id", "server_id", "scope_kind",
+                                  "persona_id")
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 

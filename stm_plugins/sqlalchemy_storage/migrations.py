@@ -15,18 +15,18 @@ unchanged (copy the old table definitions into it before editing).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
-import sqlalchemy as sa
-from sqlalchemy.engine import Dialect
 
 from stm_core.errors import ConfigurationError
-from stm_plugins.sqlalchemy_storage.schema import (
-    V1_TABLES,
-    V2_TABLES,
-    schema_version,
-    server_settings,
-)
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Dialect
+
+# SQLAlchemy (and the tables defined with it) is imported only when a step is
+# applied: opening an up-to-date database needs neither.
 
 
 @attrs.frozen(kw_only=True)
@@ -40,6 +40,8 @@ class MigrationStep:
 
 
 def _create(tables: Sequence[sa.Table], dialect: Dialect) -> list[str]:
+    import sqlalchemy as sa
+
     out = [str(sa.schema.CreateTable(t).compile(dialect=dialect)) for t in tables]
     out += [str(sa.schema.CreateIndex(i).compile(dialect=dialect))
             for t in tables for i in sorted(t.indexes, key=lambda i: str(i.name))]
@@ -47,10 +49,14 @@ def _create(tables: Sequence[sa.Table], dialect: Dialect) -> list[str]:
 
 
 def _create_v1(dialect: Dialect) -> list[str]:
+    from stm_plugins.sqlalchemy_storage.schema import V1_TABLES
+
     return _create(V1_TABLES, dialect)
 
 
 def _v2_history_and_cache_policy(dialect: Dialect) -> list[str]:
+    from stm_plugins.sqlalchemy_storage.schema import V2_TABLES, server_settings
+
     column = server_settings.c.cache_policy
     add = (f"ALTER TABLE {server_settings.name} ADD COLUMN {column.name} "
            f"{column.type.compile(dialect=dialect)}")
@@ -72,6 +78,10 @@ MIGRATIONS: tuple[MigrationStep, ...] = (
 
 
 def version_table_ddl(dialect: Dialect) -> str:
+    import sqlalchemy as sa
+
+    from stm_plugins.sqlalchemy_storage.schema import schema_version
+
     return str(sa.schema.CreateTable(schema_version, if_not_exists=True).compile(dialect=dialect))
 
 

@@ -35,7 +35,7 @@ from stm_plugins.sqlalchemy_storage import migrations as mig
 from stm_plugins.sqlalchemy_storage import notify
 from stm_plugins.sqlalchemy_storage import statements as st
 from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, Step, Want
-from stm_plugins.sqlalchemy_storage.compiled import POSTGRES_DIALECT, compile_statement
+from stm_plugins.sqlalchemy_storage.compiled import compile_statement, dialect_named
 from stm_plugins.sqlalchemy_storage.schema import schema_version
 from stm_plugins.sqlalchemy_storage.urls import PostgresTarget
 
@@ -48,6 +48,7 @@ _DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
 log = logging.getLogger("stm.storage.postgres")
 
 _VERSION_TABLE_EXISTS = f"SELECT to_regclass('{schema_version.name}') IS NOT NULL"
+POSTGRES_DIALECT = dialect_named("postgresql")
 _MAX_VERSION = compile_statement(sa.select(sa.func.max(schema_version.c.version)),
                                  POSTGRES_DIALECT).sql
 _ADD_VERSION = compile_statement(sa.insert(schema_version).values(
@@ -104,7 +105,7 @@ class PostgresAdapter(SqlStorageAdapter):
     def __init__(self, target: PostgresTarget, settings: Settings | None = None, *,
                  migrations: Sequence[mig.MigrationStep] = mig.MIGRATIONS,
                  pool_max: int = POOL_MAX) -> None:
-        super().__init__(settings=settings or Settings(), dialect=POSTGRES_DIALECT,
+        super().__init__(settings=settings or Settings(),
                          migrations=migrations)
         self.target = target
         self._pool_max = pool_max
@@ -216,7 +217,7 @@ class PostgresAdapter(SqlStorageAdapter):
         return self._pool
 
     # -- running steps ----------------------------------------------------------------------
-    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
         try:
             async with pool.acquire(timeout=self._timeout) as conn:
@@ -227,7 +228,7 @@ class PostgresAdapter(SqlStorageAdapter):
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: read failed: {exc}") from exc
 
-    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
         try:
             async with pool.acquire(timeout=self._timeout) as conn:

@@ -29,10 +29,6 @@ from stm_plugins.sqlalchemy_storage.schema import (
     user_prefs,
 )
 
-#: Fields of a ``MemoryFilter``, in the order filters are keyed.
-FILTER_FIELDS: tuple[str, ...] = ("channel_id", "user_id", "server_id", "scope_kind",
-                                  "persona_id")
-
 _EMPTY_OBJECT = sa.literal_column("'{}'", sa.Text)
 _EMPTY_ARRAY = sa.literal_column("'[]'", sa.Text)
 _ZERO = sa.literal_column("0", sa.Integer)
