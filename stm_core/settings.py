@@ -29,6 +29,8 @@ STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce wri
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
+STM_LISTEN_URL                                  (none)  direct PostgreSQL URL to LISTEN on
+STM_UNHEARD_CACHE_MAX_AGE_SECONDS               5       view age when notices go unheard
 STM_DEFAULT_RENDER_MODE                         (none)  render mode of servers that chose none
 
 STM_MEMORY_HISTORY_REVISIONS                    10      earlier revisions kept per memory (0-100)
@@ -95,6 +97,28 @@ class Settings:
     cache_max_age_seconds: float | None = attrs.field(default=None)
     listener_check_seconds: float = attrs.field(default=5.0)
     db_timeout_seconds: float = attrs.field(default=10.0)
+    #: PostgreSQL: the URL the listening connection uses, direct to the
+    #: database, when statements go through a transaction pooler (where
+    #: LISTEN hears nothing). ``None``: listen on the statement URL.
+    listen_url: str | None = attrs.field(default=None)
+    #: How old a cached view may get while the listener's self-check found that
+    #: change notices do not arrive (e.g. LISTEN through a transaction pooler).
+    unheard_cache_max_age_seconds: float = attrs.field(default=5.0)
+
+    @listen_url.validator
+    def _check_listen_url(self, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None and (not isinstance(value, str) or "://" not in value):
+            raise ConfigurationError(
+                f"STM_LISTEN_URL must be a PostgreSQL URL (postgresql://user@host/db), "
+                f"got {value!r}")
+
+    @unheard_cache_max_age_seconds.validator
+    def _check_unheard_age(self, attribute: attrs.Attribute[Any], value: object) -> None:
+        low, high = UNHEARD_CACHE_MAX_AGE_RANGE
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not low <= value <= high):
+            raise ConfigurationError(f"STM_UNHEARD_CACHE_MAX_AGE_SECONDS must be a number "
+                                     f"from {low} to {high} seconds, got {value!r}")
     #: Render mode of servers that set none (``None``: ``crude_summary``). Any
     #: registered mode's key; checked against the plugins when a store opens.
     default_render_mode: str | None = attrs.field(default=None)
@@ -230,6 +254,8 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_CACHE_MAX_AGE_SECONDS": ("cache_max_age_seconds", float),
     "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
     "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
+    "STM_LISTEN_URL": ("listen_url", _str),
+    "STM_UNHEARD_CACHE_MAX_AGE_SECONDS": ("unheard_cache_max_age_seconds", float),
     "STM_DEFAULT_RENDER_MODE": ("default_render_mode", _str),
 
     "STM_MEMORY_HISTORY_REVISIONS": ("memory_history_revisions", int),
@@ -241,6 +267,8 @@ NUDGE_DEPTH_RANGE = (0, 20)
 CONTENT_DEPTH_RANGE = (-1, 20)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
 MEMORY_HISTORY_RANGE = (0, 100)
+#: Range of ``unheard_cache_max_age_seconds`` (seconds).
+UNHEARD_CACHE_MAX_AGE_RANGE = (0.1, 300.0)
 #: Per-server prompt-cache policies (docs/concepts.md, "Prompt caches").
 CACHE_POLICIES = ("freshness", "stable")
 DEFAULT_CACHE_POLICY = "freshness"
