@@ -55,6 +55,9 @@ MAX_JOINED_UPSERTS = 8
 
 _DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
 log = logging.getLogger("stm.storage.postgres")
+#: What a transaction pooler does to asyncpg's cached (named) statements.
+_NAMED_STATEMENT_ERRORS = (asyncpg.InvalidSQLStatementNameError,
+                           asyncpg.DuplicatePreparedStatementError)
 
 _VERSION_TABLE_EXISTS = f"SELECT to_regclass('{schema_version.name}') IS NOT NULL"
 _MAX_VERSION = compile_statement(sa.select(sa.func.max(schema_version.c.version)),
@@ -202,6 +205,7 @@ class PostgresAdapter(SqlStorageAdapter):
             async with pool.acquire() as conn, conn.transaction():
                 await conn.execute(_SETUP_LOCK, self._setup_lock_key)
                 await self._create_schema(conn)
+                await self._check_search_path(conn)
                 current = await _read_version(conn)
                 found = current
                 created = False
@@ -223,6 +227,18 @@ class PostgresAdapter(SqlStorageAdapter):
         if schema and await conn.fetchval("SELECT to_regnamespace($1) IS NULL",
                                           f'"{schema}"'):
             await conn.execute(f'CREATE SCHEMA "{schema}"')
+
+    async def _check_search_path(self, conn: Any) -> None:
+        # The schema is selected by a search_path startup parameter, which a
+        # pooler may drop without a word: tables would then land elsewhere.
+        schema = self.target.schema
+        if schema and (found := await conn.fetchval("SELECT current_schema()")) != schema:
+            raise ConfigurationError(
+                f"PostgreSQL {self.target.label}: the connection works in schema {found!r}, "
+                f"not {schema!r}: a connection pooler did not pass the search_path on. "
+                f"Set it on the pooled database (PgBouncer: connect_query='SET search_path "
+                f"TO \"{schema}\"', or track_extra_parameters = search_path from 1.20; "
+                f"any pooler: ALTER ROLE ... SET search_path) (docs/deployment.md)")
 
     async def _apply_step(self, conn: Any, step: mig.MigrationStep) -> None:
         """One savepoint per step inside the setup transaction (which holds the lock)."""
@@ -254,7 +270,8 @@ class PostgresAdapter(SqlStorageAdapter):
                 async with conn.transaction(isolation="repeatable_read", readonly=True):
                     return [await _run_step(conn, s) for s in steps]
         except _DRIVER_ERRORS as exc:
-            raise StorageError(f"PostgreSQL {self.target.label}: read failed: {exc}") from exc
+            raise StorageError(f"PostgreSQL {self.target.label}: read failed: "
+                               f"{exc}{_pooler_hint(exc)}") from exc
 
     async def _write(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
@@ -265,7 +282,8 @@ class PostgresAdapter(SqlStorageAdapter):
                 async with conn.transaction():
                     return [await _run_step(conn, s) for s in steps]
         except _DRIVER_ERRORS as exc:
-            raise StorageError(f"PostgreSQL {self.target.label}: write failed: {exc}") from exc
+            raise StorageError(f"PostgreSQL {self.target.label}: write failed: "
+                               f"{exc}{_pooler_hint(exc)}") from exc
 
     async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
                            params: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -288,6 +306,14 @@ class PostgresAdapter(SqlStorageAdapter):
             except _DRIVER_ERRORS as exc:  # the rows are gone; others expire them later
                 log.warning("could not announce a janitor purge: %s", exc)
         return deleted
+
+
+def _pooler_hint(exc: BaseException) -> str:
+    """The fix, when a pooler in transaction mode broke asyncpg's named statements."""
+    if isinstance(exc, _NAMED_STATEMENT_ERRORS):
+        return (" (a connection pooler in transaction mode between stm and PostgreSQL? "
+                "add ?statement_cache_size=0 to the URL; see docs/deployment.md)")
+    return ""
 
 
 def _distinct_keys(params: Sequence[Mapping[str, Any]]) -> bool:
