@@ -215,7 +215,8 @@ class PostgresAdapter(SqlStorageAdapter):
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: schema setup failed: "
                                f"{exc}") from exc
-        return SchemaStatus(from_version=found, to_version=latest, created=created)
+        return SchemaStatus(from_version=found, to_version=max(latest, found or 0),
+                            created=created)
 
     @property
     def _setup_lock_key(self) -> str:
