@@ -17,6 +17,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from stm_core.errors import StorageError
+from stm_core.storage.protocol import StorageInventory
+
 if TYPE_CHECKING:
     from stm_core.store import Stm
 
@@ -53,6 +56,16 @@ class Janitor:
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    async def would_remove(self) -> int:
+        """How many rows :meth:`run_once` would delete now (a preview; needs the
+        adapter's :class:`~stm_core.storage.protocol.StorageInventory`)."""
+        adapter = self.stm.adapter
+        if not isinstance(adapter, StorageInventory):
+            raise StorageError(f"the {adapter.name} storage adapter cannot preview the janitor "
+                               "(it does not implement StorageInventory)")
+        return await adapter.count_older_than(
+            self.stm.clock.now_ms() - self.stm.settings.retention_ms)
 
     async def run_once(self, progress: Callable[[int], None] | None = None) -> int:
         """Delete every row untouched since the retention cutoff; returns how many.

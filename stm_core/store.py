@@ -172,25 +172,39 @@ class Stm:
         instance_of(turn, Turn, "turn")
         return await apply_tool_call(self, turn, arguments)
 
-    async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
-                          responses: Sequence[PersonaResponse], *,
-                          stop_response: bool = False,
-                          privacy_full: bool = False) -> RecordResult:
-        """Post-turn effects: keep the channel's last messages and count the turn.
+    async def record_window(self, turn: Turn, window: Sequence[HistoryMessage],
+                            responses: Sequence[PersonaResponse], *,
+                            stop_response: bool = False,
+                            privacy_full: bool = False) -> RecordResult:
+        """Post-turn effects: count the turn and keep the channel's last lines.
 
-        ``history`` and ``responses`` are lists of :class:`HistoryMessage` and
-        :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`)."""
+        ``window`` is the history window the host sent the model this turn
+        (oldest first), not only the messages that are new since the last
+        call: the stored lines become the last ones of ``window`` followed by
+        ``responses``, and what was stored before is replaced.
+        ``window`` and ``responses`` are lists of :class:`HistoryMessage` and
+        :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`).
+        """
         from stm_core.record import record_turn
 
         instance_of(turn, Turn, "turn")
-        instances_of(history, HistoryMessage, "history",
+        instances_of(window, HistoryMessage, "history",
                      'HistoryMessage(author_type="user", content="...", speaker_name="...")')
         instances_of(responses, PersonaResponse, "responses",
                      'PersonaResponse(content="...", persona_name="...")')
         check_flag(stop_response, "stop_response")
         check_flag(privacy_full, "privacy_full")
-        return await record_turn(self, turn, history, responses,
+        return await record_turn(self, turn, window, responses,
                                  stop_response=stop_response, privacy_full=privacy_full)
+
+    async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
+                          responses: Sequence[PersonaResponse], *,
+                          stop_response: bool = False,
+                          privacy_full: bool = False) -> RecordResult:
+        """The same as :meth:`record_window`: ``history`` is the whole window."""
+        return await self.record_window(turn, history, responses,
+                                        stop_response=stop_response,
+                                        privacy_full=privacy_full)
 
     @property
     def admin(self) -> Admin:

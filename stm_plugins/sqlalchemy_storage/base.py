@@ -323,6 +323,43 @@ class SqlStorageAdapter(abc.ABC):
         return int(deleted)
 
 
+    # -- privacy requests and inventory (optional capabilities) -----------------------
+    async def rows_with_author(self, author_id: str) -> list[MemoryRecord]:
+        compiled = self.statement("rows_with_author",
+                                  lambda: st.rows_with_author(self.dialect_name))
+        (rows,) = await self._read([Step(compiled, {"pattern": codec.author_pattern(author_id)},
+                                         Want.ALL)])
+        records = [codec.memory_from_row(r) for r in rows]
+        return [r for r in records if any(m.author_id == author_id for m in r.messages)]
+
+    async def replace_messages(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                               expected_rev: int) -> MemoryRecord | None:
+        clean = codec.clean_messages(tuple(messages))
+        text = codec.encode_messages(clean)
+        compiled = self.statement("replace_messages", lambda: self._announce(
+            st.replace_messages(), "k"))
+        (row,) = await self._write([Step(compiled, {**codec.key_params(key), "messages": text,
+                                                    "rev": expected_rev}, Want.ONE)])
+        return None if row is None else codec.memory_from_row(row, key=key,
+                                                              sent_messages=(text, clean))
+
+    async def delete_user_prefs(self, user_id: str) -> bool:
+        compiled = self.statement("prefs_delete", lambda: self._announce(
+            st.prefs_delete(), "u"))
+        (rows,) = await self._write([Step(compiled, {"user_id": user_id}, Want.ALL)])
+        return bool(rows)
+
+    async def server_ids(self) -> list[str]:
+        (rows,) = await self._read([Step(self.statement("server_ids", st.server_ids), {},
+                                         Want.ALL)])
+        return sorted(str(r[0]) for r in rows)
+
+    async def count_older_than(self, cutoff_ms: int) -> int:
+        (row,) = await self._read([Step(self.statement("count_older", st.count_older),
+                                        {"cutoff": cutoff_ms}, Want.ONE)])
+        return int(row[0])
+
+
 def _filter_params(flt: MemoryFilter) -> tuple[tuple[str, ...], dict[str, object]]:
     params = {f: getattr(flt, f) for f in st.FILTER_FIELDS if getattr(flt, f) is not None}
     return tuple(params), params

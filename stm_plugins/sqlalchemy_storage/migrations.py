@@ -79,11 +79,17 @@ def _v2_history_and_cache_policy(dialect: Dialect) -> list[str]:
     return [add, *_create(V2_TABLES, dialect)]
 
 
+def _v3_prompt_budget(dialect: Dialect) -> list[str]:
+    return ["ALTER TABLE stm_server_settings ADD COLUMN prompt_budget_tokens INTEGER"]
+
+
 MIGRATIONS: tuple[MigrationStep, ...] = (
     MigrationStep(version=1, description="memories, server settings, categories, user prefs",
                   statements=_create_v1),
     MigrationStep(version=2, description="memory revisions (undo), per-server cache policy",
                   statements=_v2_history_and_cache_policy),
+    MigrationStep(version=3, description="a server's prompt budget",
+                  statements=_v3_prompt_budget),
 )
 
 

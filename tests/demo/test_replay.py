@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import attrs
@@ -9,7 +10,7 @@ import attrs
 from stm_core.demo.results import DemoResult, TurnRecord
 from stm_core.demo.runner import TEMPORARY_DATABASE, run_demo
 from stm_core.demo.transcript import Transcript
-from stm_core.settings import DEFAULT_REFRESH_CADENCE
+from stm_core.settings import DEFAULT_REFRESH_CADENCE, Settings
 from stm_core.slugs import slugify
 
 
@@ -240,3 +241,22 @@ def test_both_cache_policies_prefix_reuse_is_reported(replayed: DemoResult) -> N
     assert figures["stable"]["mean_share"] > figures["freshness"]["mean_share"]
     assert figures["stable"]["relative_cost"] < figures["freshness"]["relative_cost"]
     assert replayed.to_json()["summary"]["prefix_reuse"] == figures
+
+
+def test_the_prompt_budget_at_work(replayed: DemoResult) -> None:
+    """With a tight budget every turn's additions fit it, and turns that held
+    more without one now hold less, never losing the same channel first."""
+    budget = 150
+    tight = asyncio.run(run_demo(settings=Settings(prompt_budget_tokens=budget)))
+    assert all(r.budget_tokens == budget for r in tight.turns)
+    assert all(r.memory_tokens <= budget or not r.memory_items for r in tight.turns)
+    shrunk = [(free, held) for free, held in zip(replayed.turns, tight.turns, strict=True)
+              if free.memory_tokens > budget]
+    assert len(shrunk) >= 5
+    for free, held in shrunk:
+        assert held.memory_tokens < free.memory_tokens
+        free_kinds = [i.kind for i in free.memory_items]
+        held_kinds = [i.kind for i in held.memory_items]
+        if "same_channel" in free_kinds and "other_channels" in held_kinds:
+            assert "same_channel" in held_kinds
+    assert all(r.budget_tokens == 2000 and r.memory_tokens <= 2000 for r in replayed.turns)

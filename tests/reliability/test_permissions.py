@@ -69,6 +69,8 @@ SERVER_VIEWS: dict[str, Call] = {
                                                     actor=who),
     "memory_history": lambda a, who: a.memory_history(channel_id="c1", server_id=SERVER,
                                                       actor=who),
+    "list_servers": lambda a, who: a.list_servers(actor=who),
+    "channel_rows": lambda a, who: a.channel_rows("c1", actor=who),
 }
 
 #: A user's own data: only that user.
@@ -88,6 +90,8 @@ OWN_DATA: dict[str, Callable[[Admin, Actor, str], Coroutine[Any, Any, Any]]] = {
                                                        actor=who),
     "restore_memory": lambda a, who, owner: a.restore_memory(channel_id="dm", user_id=owner,
                                                              rev=1, actor=who),
+    "forget_user": lambda a, who, owner: a.forget_user(owner, actor=who),
+    "export_user": lambda a, who, owner: a.export_user(owner, actor=who),
 }
 
 
