@@ -30,6 +30,8 @@ STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce wri
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
+STM_LISTEN_URL                                  (none)  direct PostgreSQL URL to LISTEN on
+STM_UNHEARD_CACHE_MAX_AGE_SECONDS               5       view age when notices go unheard
 STM_DEFAULT_RENDER_MODE                         (none)  render mode of servers that chose none
 STM_MEMORY_HISTORY_REVISIONS                    10      earlier revisions kept per memory (0-100)
 STM_PROMPT_BUDGET_TOKENS                        2000    tokens of the STM block per turn (0: none)
@@ -170,6 +172,8 @@ def _positive(var: str, high: float, *, optional: bool = False) -> Rule:
 
 
 _YEAR_HOURS = 8760
+#: Range of ``unheard_cache_max_age_seconds`` (seconds).
+UNHEARD_CACHE_MAX_AGE_RANGE = (0.1, 300.0)
 #: Settings field -> its rule. Upper bounds keep every derived millisecond
 #: figure a 64-bit integer and every loop finite; they are far above any use.
 RULES: dict[str, Rule] = {
@@ -201,6 +205,10 @@ RULES: dict[str, Rule] = {
     "cache_max_rows_per_view": _int("STM_CACHE_MAX_ROWS_PER_VIEW", 1, 10_000_000),
     "default_render_mode": Rule(var="STM_DEFAULT_RENDER_MODE", kind="key", optional=True),
     "memory_history_revisions": _int("STM_MEMORY_HISTORY_REVISIONS", 0, 100),
+    "listen_url": Rule(var="STM_LISTEN_URL", kind="text", optional=True),
+    "unheard_cache_max_age_seconds": Rule(
+        var="STM_UNHEARD_CACHE_MAX_AGE_SECONDS", kind="float",
+        low=UNHEARD_CACHE_MAX_AGE_RANGE[0], high=UNHEARD_CACHE_MAX_AGE_RANGE[1]),
     "prompt_budget_tokens": _int("STM_PROMPT_BUDGET_TOKENS", 0, 1_000_000),
     "max_stored_line_length": _int("STM_MAX_STORED_LINE_LENGTH", MIN_STORED_LINE_LENGTH,
                                    1_000_000),
@@ -246,6 +254,13 @@ class Settings:
     cache_max_age_seconds: float | None = attrs.field(default=None, validator=_in_range)
     listener_check_seconds: float = attrs.field(default=5.0, validator=_in_range)
     db_timeout_seconds: float = attrs.field(default=10.0, validator=_in_range)
+    #: PostgreSQL: the URL the listening connection uses, direct to the
+    #: database, when statements go through a transaction pooler (where
+    #: LISTEN hears nothing). ``None``: listen on the statement URL.
+    listen_url: str | None = attrs.field(default=None, validator=_in_range)
+    #: How old a cached view may get while the listener's self-check found that
+    #: change notices do not arrive (e.g. LISTEN through a transaction pooler).
+    unheard_cache_max_age_seconds: float = attrs.field(default=5.0, validator=_in_range)
     #: Render mode of servers that set none (``None``: ``crude_summary``). Any
     #: registered mode's key; checked against the plugins when a store opens.
     default_render_mode: str | None = attrs.field(default=None, validator=_in_range)

@@ -33,6 +33,8 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import attrs
+
 from stm_core import telemetry
 from stm_core.arguments import (
     check_flag,
@@ -43,7 +45,7 @@ from stm_core.arguments import (
 )
 from stm_core.cache import MemoryCache, MemoryView, UserView
 from stm_core.clock import Clock, SystemClock
-from stm_core.errors import ConfigurationError
+from stm_core.errors import ConfigurationError, ValidationError
 from stm_core.hooks import Hooks
 from stm_core.models import (
     HistoryMessage,
@@ -123,7 +125,7 @@ class Stm:
         self.listener = InvalidationListener(self, adapter)
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=True),
                                 self.clock.now_ms)
-        await self.listener.start()
+        await self.listener.start()  # shortens the expiry if notices do not arrive
 
     async def aclose(self) -> None:
         if self._janitor is not None:
@@ -424,13 +426,23 @@ class Stm:
             self.cache.apply(task.result())
 
 
+def with_listen_url(settings: Settings, listen_url: object) -> Settings:
+    """``settings`` with the listening connection's URL replaced (checked)."""
+    if not isinstance(listen_url, str):
+        raise ValidationError(f"listen_url must be a string, not {type(listen_url).__name__}",
+                              field="listen_url",
+                              allowed="a PostgreSQL URL, e.g. 'postgresql://stm@db:5432/stm'")
+    return attrs.evolve(settings, listen_url=listen_url)
+
+
 @asynccontextmanager
 async def open_store(url: str | None = None, *, settings: Settings | None = None,
                      plugins: Iterable[object] = (), load_entrypoints: bool = True,
                      plugin_manager: StmPluginManager | None = None,
                      clock: Clock | None = None,
                      start_janitor: bool = False,
-                     listen_for_changes: bool = True) -> AsyncIterator[Stm]:
+                     listen_for_changes: bool = True,
+                     listen_url: str | None = None) -> AsyncIterator[Stm]:
     """Open stm on a database URL (async context manager).
 
     :param url: e.g. ``sqlite+aiosqlite:///bot.db``,
@@ -446,6 +458,10 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
     :param listen_for_changes: follow other processes' writes (PostgreSQL). A
         short-lived store (one command) turns it off; its own writes are still
         announced to the others.
+    :param listen_url: PostgreSQL: a URL straight to the database for the
+        listening connection, when ``url`` goes through a connection pooler
+        in transaction mode (where LISTEN hears nothing); overrides
+        ``settings.listen_url`` (``STM_LISTEN_URL``). See docs/deployment.md.
 
     The schema is created or upgraded on open. On PostgreSQL (unless
     ``cross_process_invalidation`` is off) the store also listens for other
@@ -456,6 +472,8 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
         instance_of(settings, Settings, "settings")
     check_iterable(plugins, "plugins", "plugin objects or modules")
     settings = settings or Settings.from_env()
+    if listen_url is not None:
+        settings = with_listen_url(settings, listen_url)
     url = url or settings.database_url
     if not url:
         raise ConfigurationError(

@@ -32,19 +32,28 @@ def db() -> None:
 
 
 @db.command("upgrade")
+@click.option("--check", is_flag=True,
+              help="Change nothing: say what the upgrade would do and whether the "
+                   "processes now running on the database would be affected (exit 1 if so).")
 @json_option
 @pass_state
-def upgrade(state: CliState) -> None:
+def upgrade(state: CliState, check: bool) -> None:
     """Create the schema, or upgrade it to the latest version.
 
     Every other command does this on open as well; run it on its own to
-    upgrade at a chosen moment (e.g. before restarting the bots).
+    upgrade at a chosen moment (e.g. before restarting the bots). See
+    docs/deployment.md for rolling upgrades.
 
     \b
     Examples:
+      stm db upgrade --check
       stm db upgrade
       stm --db postgresql+asyncpg://stm@db.internal/stm db upgrade
     """
+    if check:
+        upgrade_check(state)
+        return
+
     async def go() -> dict[str, Any]:
         async with open_cli_store(state) as stm:
             status = stm.schema_status
@@ -64,6 +73,40 @@ def upgrade(state: CliState) -> None:
                        f"to {result['to_version']}.")
 
     emit(state, result, human)
+
+
+def upgrade_check(state: CliState) -> None:
+    from stm_plugins.sqlalchemy_storage import migrations as mig
+    from stm_plugins.sqlalchemy_storage.version_probe import read_schema_version
+
+    url = state.effective_url
+    found = mig.check_upgrade(run(read_schema_version(url)), mig.MIGRATIONS)
+    result = {"url": redact_url(url), "database_version": found.database_version,
+              "code_version": found.code_version, "pending": list(found.pending),
+              "oldest_code_after": found.oldest_code_after,
+              "running_processes_affected": found.running_processes_affected,
+              "usable": found.usable}
+
+    def human(out: Console) -> None:
+        have, code = found.database_version, found.code_version
+        if not found.usable:
+            plain(out, f"The database is at version {have}, beyond what this stm works on "
+                       f"(up to {mig.NEWEST_USABLE_SCHEMA}): upgrade stm first.")
+        elif have is None:
+            plain(out, f"No schema yet: the upgrade would create version {code}.")
+        elif not found.pending:
+            plain(out, f"Nothing to do: the database is at version {have} (this stm: {code}).")
+        elif found.running_processes_affected:
+            plain(out, f"Upgrading from version {have} to {code} would stop processes running "
+                       f"stm older than schema version {found.oldest_code_after}: upgrade "
+                       f"them first or stop them.")
+        else:
+            plain(out, f"Upgrading from version {have} to {code} is safe for running processes:"
+                       f" stm for schema {found.oldest_code_after} or newer keeps working.")
+
+    emit(state, result, human)
+    if found.running_processes_affected or not found.usable:
+        raise SystemExit(1)
 
 
 @db.command("info")

@@ -177,12 +177,13 @@ class SqliteAdapter(SqlStorageAdapter):
                 found = before
             if before is None or before < step.version:
                 created = created or step.version == 1
-        return SchemaStatus(from_version=found, to_version=latest, created=created)
+        return SchemaStatus(from_version=found, to_version=max(latest, found or 0),
+                            created=created)
 
     def _apply_step(self, conn: sqlite3.Connection, step: mig.MigrationStep) -> int | None:
         """Runs inside the writer's ``BEGIN IMMEDIATE``: re-read, then apply once."""
         before = read_version(conn)
-        mig.pending_steps(before, self.migrations)  # refuses a newer schema
+        mig.pending_steps(before, self.migrations)  # refuses a schema beyond the window
         if before is not None and before >= step.version:
             return before
         dialect = dialect_named(self.dialect_name)

@@ -1,4 +1,6 @@
-"""Schema versions: creation, upgrades that keep data, refusal of newer schemas."""
+"""Schema versions: creation, upgrades that keep data, refusal of schemas
+beyond the compatibility window (tests/deploy/test_rolling_upgrade.py runs
+code on a schema one version ahead)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ ADD_NOTE = MigrationStep(
     statements=lambda dialect: ["ALTER TABLE stm_memories ADD COLUMN note TEXT",
                                 "UPDATE stm_memories SET note = 'from before'"])
 WITH_NEXT = (*MIGRATIONS, ADD_NOTE)
+#: Two versions ahead: beyond the compatibility window of this code.
+ADD_TAG = MigrationStep(
+    version=LATEST + 2, description="memories get a tag",
+    statements=lambda dialect: ["ALTER TABLE stm_memories ADD COLUMN tag TEXT"])
+WITH_TWO_NEXT = (*WITH_NEXT, ADD_TAG)
 EVERY_VERSION = [(v,) for v in range(1, LATEST + 1)]
 
 
@@ -89,13 +96,13 @@ async def test_a_fresh_database_replays_every_step(db_url: str) -> None:
         await adapter.aclose()
 
 
-async def test_a_newer_schema_is_refused(db_url: str) -> None:
-    newer = adapter_for(db_url, WITH_NEXT)
+async def test_a_schema_beyond_the_window_is_refused(db_url: str) -> None:
+    newer = adapter_for(db_url, WITH_TWO_NEXT)
     await newer.setup()
     await newer.aclose()
     older = adapter_for(db_url)
     try:
-        with pytest.raises(ConfigurationError, match=f"version {LATEST + 1}"):
+        with pytest.raises(ConfigurationError, match=f"version {LATEST + 2}.*upgrade stm"):
             await older.setup()
     finally:
         await older.aclose()
