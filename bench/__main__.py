@@ -21,10 +21,13 @@ from bench import (
     report,
     scenarios_build,
     scenarios_cache,
+    scenarios_history,
     scenarios_janitor,
     scenarios_peers,
+    scenarios_prefix,
     scenarios_record,
     scenarios_scale,
+    scenarios_server_scale,
 )
 from bench.config import RunConfig, make_config
 
@@ -38,8 +41,11 @@ SCENARIOS: dict[str, Scenario] = {
     "concurrent": scenarios_record.concurrent_throughput,
     "peers": scenarios_peers.run,
     "scale": scenarios_scale.run,
+    "server_scale": scenarios_server_scale.run,
     "janitor": scenarios_janitor.run,
     "cache": scenarios_cache.run,
+    "prefix": scenarios_prefix.run,
+    "history": scenarios_history.run,
 }
 
 
@@ -62,6 +68,10 @@ async def run_all(cfg: RunConfig, only: list[str] | None) -> dict[str, Any]:
         results.update(out)
         log.info("%s done in %.1f s", name, time.perf_counter() - start)
     results["record_ratio"] = results.get("record_ratio_sqlite")
+    by_mode = results.get("build_cpu_ratio_by_mode") or {}
+    cpu = [v for v in by_mode.values() if v is not None]
+    results["build_cpu_ratio"] = max(cpu) if cpu else None
+    results["bimodal_floors"] = report.bimodal_floors(results)
     if errors:
         results["errors"] = errors
     return results

@@ -41,6 +41,8 @@ class RunConfig:
     #: Cache bound check: the bound, and how many servers are touched.
     cache_bound: int
     cache_touch: int
+    #: Channels with a row in one server: the small and the large server.
+    server_channels: tuple[int, int] = (500, 50_000)
     workdir: Path
     postgres_url: str | None = None
 
@@ -75,6 +77,6 @@ def make_config(name: str, workdir: Path) -> RunConfig:
                          concurrent_runs=1, growth_turns=20, scale_sizes=(200, 1_000),
                          scale_turns=5, scale_cold_servers=2, janitor_backlog=500,
                          janitor_writer_interval_ms=2.0, janitor_baseline_s=0.2,
-                         cache_bound=10, cache_touch=40,
+                         cache_bound=10, cache_touch=40, server_channels=(50, 2_000),
                          workdir=workdir, postgres_url=pg)
     raise ValueError(f"unknown run size {name!r}; use full, quick or tiny")

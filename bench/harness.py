@@ -3,6 +3,12 @@
 Scenarios run round by round in a rotated order, so a slow patch of the
 machine hits every scenario alike; each turn is timed on its own with
 ``perf_counter_ns`` and summarised as median, p95 and p99 microseconds.
+
+Wall time on a shared 2-vCPU machine depends on what the other vCPU does (a
+thread hop costs about twice as much when it is idle), so every block of
+turns is also charged the process CPU time it used (``process_time``: all
+threads, so a floor's or stm's worker thread counts). CPU per turn does not
+swing with an idle vCPU; ratios of it are the steadier figures.
 """
 
 from __future__ import annotations
@@ -34,23 +40,68 @@ class Stats:
     max_us: float
     #: Median of each round, to show the spread between rounds.
     round_medians_us: tuple[float, ...] = ()
+    #: Median over blocks of the process CPU time per turn (``None``: not measured).
+    cpu_us: float | None = None
+    #: Median wall time of each block (what the bimodality check looks at).
+    block_medians_us: tuple[float, ...] = ()
 
     @classmethod
-    def of(cls, samples_ns: Sequence[int],
-           rounds: Sequence[Sequence[int]] = ()) -> Stats:
+    def of(cls, samples_ns: Sequence[int], rounds: Sequence[Sequence[int]] = (),
+           cpu_per_turn_ns: Sequence[float] = (),
+           block_medians_ns: Sequence[float] = ()) -> Stats:
         if not samples_ns:
             raise ValueError("no samples")
         us = sorted(s / 1000 for s in samples_ns)
         return cls(n=len(us), median_us=statistics.median(us),
                    p95_us=percentile(us, 95), p99_us=percentile(us, 99),
                    mean_us=statistics.fmean(us), max_us=us[-1],
-                   round_medians_us=tuple(statistics.median(r) / 1000 for r in rounds if r))
+                   round_medians_us=tuple(statistics.median(r) / 1000 for r in rounds if r),
+                   cpu_us=statistics.median(cpu_per_turn_ns) / 1000 if cpu_per_turn_ns
+                   else None,
+                   block_medians_us=tuple(b / 1000 for b in block_medians_ns))
+
+    @property
+    def bimodal(self) -> bool:
+        return is_bimodal(self.block_medians_us)
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "median_us": round(self.median_us, 2),
-                "p95_us": round(self.p95_us, 2), "p99_us": round(self.p99_us, 2),
-                "mean_us": round(self.mean_us, 2), "max_us": round(self.max_us, 2),
-                "round_medians_us": [round(m, 2) for m in self.round_medians_us]}
+        out: dict[str, Any] = {
+            "n": self.n, "median_us": round(self.median_us, 2),
+            "p95_us": round(self.p95_us, 2), "p99_us": round(self.p99_us, 2),
+            "mean_us": round(self.mean_us, 2), "max_us": round(self.max_us, 2),
+            "round_medians_us": [round(m, 2) for m in self.round_medians_us]}
+        if self.cpu_us is not None:
+            out["cpu_us_per_turn"] = round(self.cpu_us, 2)
+        if self.block_medians_us:
+            out["bimodal"] = self.bimodal
+        return out
+
+
+#: Sarle's bimodality coefficient above this suggests two modes (5/9: uniform).
+BIMODALITY_COEFFICIENT = 5 / 9
+#: ...and the two modes must be this far apart to matter (p90 / p10 of blocks).
+BIMODAL_SPREAD = 1.25
+
+
+def is_bimodal(values: Sequence[float]) -> bool:
+    """Block medians that fall into two groups: the machine changed state
+    during the run (typically the other vCPU going idle and busy)."""
+    n = len(values)
+    if n < 8:
+        return False
+    ordered = sorted(values)
+    low, high = percentile(ordered, 10), percentile(ordered, 90)
+    if low <= 0 or high / low < BIMODAL_SPREAD:
+        return False
+    mean = statistics.fmean(values)
+    m2 = sum((v - mean) ** 2 for v in values) / n
+    if m2 == 0:
+        return False
+    m3 = sum((v - mean) ** 3 for v in values) / n
+    m4 = sum((v - mean) ** 4 for v in values) / n
+    skew, excess = m3 / m2 ** 1.5, m4 / m2 ** 2 - 3
+    coefficient = (skew ** 2 + 1) / (excess + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
+    return coefficient > BIMODALITY_COEFFICIENT
 
 
 def percentile(sorted_values: Sequence[float], pct: float) -> float:
@@ -62,6 +113,13 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
 def ratio(numerator: Stats, denominator: Stats) -> float:
     """Median over median, the figure every target is stated in."""
     return round(numerator.median_us / denominator.median_us, 3)
+
+
+def cpu_ratio(numerator: Stats, denominator: Stats) -> float | None:
+    """CPU time per turn over CPU time per turn (steadier on a shared machine)."""
+    if numerator.cpu_us is None or not denominator.cpu_us:
+        return None
+    return round(numerator.cpu_us / denominator.cpu_us, 3)
 
 
 async def interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], *, rounds: int,
@@ -81,6 +139,8 @@ async def interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], *, rounds: in
         for i in range(max(warmup, 1)):
             await _call(scenarios[name], i, is_async[name])
     per_round: dict[str, list[list[int]]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    blocks: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         samples: dict[str, list[int]] = {name: [] for name in names}
@@ -89,10 +149,15 @@ async def interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], *, rounds: in
         for start in range(base, base + turns, block):
             stop = min(start + block, base + turns)
             for name in order:
-                await _timed(scenarios[name], is_async[name], start, stop, samples[name])
+                out = samples[name]
+                cpu_start = time.process_time_ns()
+                await _timed(scenarios[name], is_async[name], start, stop, out)
+                cpu[name].append((time.process_time_ns() - cpu_start) / (stop - start))
+                blocks[name].append(statistics.median(out[start - base:]))
         for name in names:
             per_round[name].append(samples[name])
-    return {name: Stats.of([s for rnd in per_round[name] for s in rnd], per_round[name])
+    return {name: Stats.of([s for rnd in per_round[name] for s in rnd], per_round[name],
+                           cpu[name], blocks[name])
             for name in names}
 
 

@@ -2,9 +2,12 @@
 
 * LangGraph's ``AsyncSqliteSaver``: per turn ``aput`` a checkpoint whose state
   is the last 10 messages (langchain message objects), then ``aget_tuple``.
-  Same pragmas as stm (WAL, ``synchronous=NORMAL``).
 * The OpenAI Agents SDK's ``SQLiteSession``: per turn ``add_items`` (the user
-  message and the reply) then ``get_items(limit=10)``. SDK defaults.
+  message and the reply) then ``get_items(limit=10)``.
+
+Both run at stm's durability (WAL, ``synchronous=NORMAL``: no fsync per
+commit) for the headline ratios, and at their out-of-the-box setting
+(``synchronous=FULL``, SQLite's default) reported beside them.
 
 A peer that cannot be imported is reported as unavailable with the reason,
 never as a failure of the whole run.
@@ -26,9 +29,12 @@ class PeerUnavailable(Exception):
 class LangGraphSaver:
     name = "langgraph_async_sqlite_saver"
 
-    def __init__(self, path: str, threads: int = w.CHANNELS) -> None:
+    def __init__(self, path: str, threads: int = w.CHANNELS, *,
+                 synchronous: str | None = "NORMAL") -> None:
+        """``synchronous=None`` keeps the saver's own default."""
         self.path = path
         self.threads = threads
+        self.synchronous = synchronous
         self._stack = contextlib.AsyncExitStack()
         self._saver: Any = None
         self._configs: dict[int, dict[str, Any]] = {}
@@ -43,7 +49,8 @@ class LangGraphSaver:
         self._saver = await self._stack.enter_async_context(
             AsyncSqliteSaver.from_conn_string(self.path))
         await self._saver.setup()
-        await self._saver.conn.execute("PRAGMA synchronous=NORMAL")
+        if self.synchronous is not None:
+            await self._saver.conn.execute(f"PRAGMA synchronous={self.synchronous}")
         self._pool = [HumanMessage(content=w.message_text(k), name=w.USER_NAME) if k % 2 == 0
                       else AIMessage(content=w.message_text(k), name=w.BOT)
                       for k in range(w.MESSAGES * 4)]
@@ -80,9 +87,12 @@ class LangGraphSaver:
 class OpenAISession:
     name = "openai_agents_sqlite_session"
 
-    def __init__(self, path: str, threads: int = w.CHANNELS) -> None:
+    def __init__(self, path: str, threads: int = w.CHANNELS, *,
+                 synchronous: str | None = "NORMAL") -> None:
+        """``synchronous=None`` keeps the SDK's own default."""
         self.path = path
         self.threads = threads
+        self.synchronous = synchronous
         self._sessions: list[Any] = []
         self._pairs: list[list[dict[str, Any]]] = []
 
@@ -91,7 +101,20 @@ class OpenAISession:
             from agents import SQLiteSession
         except Exception as exc:
             raise PeerUnavailable(f"openai-agents: {exc!r}") from exc
-        self._sessions = [SQLiteSession(f"t{k}", self.path) for k in range(self.threads)]
+        session_class: Any = SQLiteSession
+        if self.synchronous is not None:
+            synchronous = self.synchronous
+
+            class TunedSession(SQLiteSession):  # type: ignore[misc]
+                """The SDK's session; every connection it opens gets our pragma."""
+
+                @staticmethod
+                def _configure_connection(conn: Any) -> None:
+                    SQLiteSession._configure_connection(conn)
+                    conn.execute(f"PRAGMA synchronous={synchronous}")
+
+            session_class = TunedSession
+        self._sessions = [session_class(f"t{k}", self.path) for k in range(self.threads)]
         self._pairs = [[{"role": "user", "content": w.message_text(k)},
                         {"role": "assistant", "content": w.message_text(k + 1)}]
                        for k in range(w.MESSAGES)]

@@ -25,10 +25,21 @@ from bench.config import RunConfig
 log = logging.getLogger("stm.bench")
 
 #: Headline keys every results.json carries (``None`` when a scenario could not run).
-HEADLINE_KEYS = ("build_ratio", "record_ratio", "record_ratio_sqlite", "record_ratio_postgres",
-                 "concurrent_throughput_ratio", "vs_langgraph_saver", "vs_openai_session",
+HEADLINE_KEYS = ("build_ratio", "record_ratio", "record_ratio_sqlite", "turn_ratio_sqlite",
+                 "record_ratio_postgres", "concurrent_throughput_ratio", "vs_langgraph_saver",
+                 "vs_openai_session", "server_scale_ratio", "cpu_us_per_turn",
                  "bytes_per_turn", "scale_ratio", "janitor_writer_p99_ms",
                  "db_calls_per_warm_build")
+
+#: The same comparison in CPU time per turn, next to each wall-time ratio.
+CPU_KEYS = {"record_ratio_sqlite": "record_cpu_ratio_sqlite",
+            "turn_ratio_sqlite": "turn_cpu_ratio_sqlite",
+            "record_ratio_postgres": "record_cpu_ratio_postgres",
+            "build_ratio": "build_cpu_ratio",
+            "vs_openai_session": "vs_openai_session_cpu",
+            "vs_langgraph_saver": "vs_langgraph_saver_cpu",
+            "server_scale_ratio": "server_scale_cpu_ratio",
+            "concurrent_throughput_ratio": "concurrent_cpu_ratio"}
 
 
 @attrs.frozen(kw_only=True)
@@ -39,25 +50,22 @@ class Target:
     check: Callable[[float], bool]
 
 
+_ISSUE = "performance issue (strongest floors)"
 TARGETS = (
-    Target(key="build_ratio", text="≤ 3", source="performance issue",
-           check=lambda v: v <= 3),
-    Target(key="build_ratio", text="≤ 5", source="core issue", check=lambda v: v <= 5),
+    Target(key="record_ratio_sqlite", text="≤ 1.3", source=_ISSUE, check=lambda v: v <= 1.3),
+    Target(key="turn_ratio_sqlite", text="≤ 1.5", source=_ISSUE, check=lambda v: v <= 1.5),
+    Target(key="record_ratio_postgres", text="≤ 1.3", source=_ISSUE,
+           check=lambda v: v <= 1.3),
+    Target(key="build_ratio", text="≤ 1.5", source=_ISSUE, check=lambda v: v <= 1.5),
+    Target(key="concurrent_throughput_ratio", text="≥ 0.8", source=_ISSUE,
+           check=lambda v: v >= 0.8),
+    Target(key="vs_openai_session", text="≥ 1.4", source=_ISSUE, check=lambda v: v >= 1.4),
+    Target(key="vs_langgraph_saver", text="≥ 2.5", source=_ISSUE, check=lambda v: v >= 2.5),
+    Target(key="server_scale_ratio", text="≤ 1.5", source=_ISSUE, check=lambda v: v <= 1.5),
     Target(key="db_calls_per_warm_build", text="= 0", source="core issue",
            check=lambda v: v == 0),
-    Target(key="record_ratio", text="≤ 1.3", source="performance issue",
-           check=lambda v: v <= 1.3),
-    Target(key="record_ratio", text="≤ 2", source="core issue", check=lambda v: v <= 2),
-    Target(key="record_ratio_postgres", text="≤ 2", source="same bar as SQLite",
-           check=lambda v: v <= 2),
     Target(key="tool_write_ratio_sqlite", text="≤ 2", source="same bar as record_turn",
            check=lambda v: v <= 2),
-    Target(key="concurrent_throughput_ratio", text="> 1", source="performance issue",
-           check=lambda v: v > 1),
-    Target(key="vs_langgraph_saver", text="> 1", source="performance issue (ahead of peers)",
-           check=lambda v: v > 1),
-    Target(key="vs_openai_session", text="> 1", source="performance issue (ahead of peers)",
-           check=lambda v: v > 1),
     Target(key="bytes_per_turn", text="≈ 0 (≤ 64 B)",
            source="performance issue (bounded by channels)", check=lambda v: v <= 64),
     Target(key="scale_ratio", text="≤ 1.5 (flat)", source="performance issue (flat as data "
@@ -65,6 +73,15 @@ TARGETS = (
     Target(key="janitor_writer_p99_ms", text="< 10 ms", source="performance issue",
            check=lambda v: v < 10),
 )
+
+#: Scenarios that are floors or peers (their bimodality is flagged).
+FLOOR_PREFIXES = ("floor_", "raw_", "hand_", "langgraph_", "openai_")
+
+
+def bimodal_floors(results: dict[str, Any]) -> list[str]:
+    """Floors whose block timings fell into two groups during this run."""
+    return [name for name, s in results.get("scenarios", {}).items()
+            if name.startswith(FLOOR_PREFIXES) and s.get("bimodal")]
 
 
 def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -75,7 +92,8 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         if target.key == "build_ratio" and results.get("build_texts_equal") is False:
             met = False  # a ratio against a floor that renders other text proves nothing
         out.append({"metric": target.key, "value": value, "target": target.text,
-                    "met": met, "source": target.source})
+                    "met": met, "source": target.source,
+                    "cpu_ratio": results.get(CPU_KEYS.get(target.key, ""))})
     cache = results.get("cache_bound")
     if cache is not None:
         out.append({"metric": "cache_bound", "value": cache.get("rss_growth_kb"),
@@ -101,6 +119,14 @@ def load_average() -> float | None:
         return None
 
 
+def load_averages() -> list[float] | None:
+    """1-, 5- and 15-minute load averages, as ``uptime`` prints them."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def meta(cfg: RunConfig, seconds: float, load_at_start: float | None) -> dict[str, Any]:
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -113,7 +139,7 @@ def meta(cfg: RunConfig, seconds: float, load_at_start: float | None) -> dict[st
                                               "openai-agents")},
         "postgres": bool(cfg.postgres_url), "wall_seconds": round(seconds, 1),
         "cpus": os.cpu_count(), "load_average_start": load_at_start,
-        "load_average_end": load_average(),
+        "load_average_end": load_average(), "load_averages_end": load_averages(),
     }
 
 
@@ -139,6 +165,41 @@ def _met(met: bool | None) -> str:
 
 _FLAGS = {"full": "", "quick": " --quick", "tiny": " --tiny"}
 
+#: What each floor is, for a reader who doubts the ratios.
+FLOORS_SECTION = [
+    "", "## The floors", "",
+    "**SQLite write floor** (`floor_thread_record`). Python's own `sqlite3` on one "
+    "dedicated thread, the way stm writes: the caller puts the turn on a queue and awaits "
+    "a future that the thread settles with `call_soon_threadsafe`, so each turn costs one "
+    "hop each way. The thread runs the very SQL text stm compiled for its capture upsert "
+    "(taken from an stm store on the same file), binds the same two parameter rows, in "
+    "`BEGIN IMMEDIATE … COMMIT`, with stm's pragmas (WAL, `synchronous=NORMAL`, "
+    "`busy_timeout`, `foreign_keys`) and stm's checkpoint policy (no automatic checkpoint "
+    "on the writer; a passive one on a second connection once the WAL passes 4 MiB). It "
+    "has no savepoints, no cache, no hooks, no validation: nothing a write could do with "
+    "less. `raw_aiosqlite_record` (three aiosqlite hops per turn) is kept as the older, "
+    "weaker floor.",
+    "", "**Whole-turn floor** (`floor_thread_turn`). The write above, the returned row kept "
+    "in a plain dict, then a hand-written build (`floors.HandBuild`: dicts and f-strings "
+    "for this one workload) over that dict. The texts it renders are compared with stm's "
+    "before timing (`turn_texts`); stm's turn is `record_turn` + warm `build_context`.",
+    "", "**Concurrency floor**. The same writer thread: with 100 callers at once it drains "
+    "whatever is queued and commits it as one transaction, a plain group-commit writer of "
+    "about 60 lines. stm batches the same way, so the ratio measures what stm spends per "
+    "turn around the batch, not batching itself.",
+    "", "**PostgreSQL floor** (`floor_asyncpg_statement`). stm's own single capture "
+    "statement (both upserts and the change notice, one round trip), compiled by a store "
+    "on a schema of its own, sent on one plain asyncpg connection: no pool, no reset on "
+    "release. `raw_asyncpg_record` (BEGIN, two statements, COMMIT) is the older floor.",
+    "", "**Peers**. LangGraph's `AsyncSqliteSaver` (put a checkpoint of the last 10 "
+    "messages, read it back) and the OpenAI Agents `SQLiteSession` (add the two new "
+    "items, read the last 10) run at stm's durability, `synchronous=NORMAL`; their "
+    "out-of-the-box `synchronous=FULL` (an fsync per commit) is reported beside them "
+    "(`vs_peers_sdk_default`). Every stm turn uses a fresh `Turn` object, as hosts do.",
+    "", "**Build floor** (`hand_build_*`). A hand-written build of the same texts for one "
+    "known server; the texts are compared before timing (see *Context build*).",
+]
+
 
 def markdown(results: dict[str, Any]) -> str:
     m = results["meta"]
@@ -154,12 +215,25 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "## Targets",
         "",
-        "| metric | value | target | status | from |",
-        "|---|---:|---|---|---|",
+        "Every ratio divides medians of wall time per turn; *CPU ratio* is the same "
+        "comparison in process CPU time per turn (all threads), which does not swing "
+        "with an idle or busy second vCPU.",
+        "",
+        "| metric | value | CPU ratio | target | status | from |",
+        "|---|---:|---:|---|---|---|",
     ]
     for t in results["targets"]:
-        lines.append(f"| `{t['metric']}` | {_fmt(t['value'])} | {t['target']} | "
-                     f"{_met(t['met'])} | {t['source']} |")
+        lines.append(f"| `{t['metric']}` | {_fmt(t['value'])} | {_fmt(t.get('cpu_ratio'))} | "
+                     f"{t['target']} | {_met(t['met'])} | {t['source']} |")
+    lines += ["", f"stm's CPU per host turn (record + warm build, SQLite): "
+                  f"{_fmt(results.get('cpu_us_per_turn'))} µs; floors: "
+                  + ", ".join(f"{k} {_fmt(v)} µs" for k, v in
+                              (results.get("cpu_us_per_turn_floors") or {}).items()) + "."]
+    flagged = results.get("bimodal_floors") or []
+    lines += ["", "Bimodal floors in this run: " + (", ".join(flagged) if flagged else
+              "none") + " (block medians in two groups: the machine changed state; "
+              "trust the CPU ratios over the wall ones for these)."]
+    lines += FLOORS_SECTION
     skipped = results.get("record_ratio_postgres_skipped")
     if skipped:
         lines += ["", f"PostgreSQL: skipped ({skipped})."]
@@ -167,13 +241,15 @@ def markdown(results: dict[str, Any]) -> str:
         for peer, reason in results["peers_unavailable"].items():
             lines.append(f"Peer {peer} unavailable: {reason}")
     lines += ["", "## Per-turn timings (µs)", "",
-              "| scenario | n | median | p95 | p99 | round medians |",
-              "|---|---:|---:|---:|---:|---|"]
+              "| scenario | n | median | CPU / turn | p95 | p99 | bimodal | round medians |",
+              "|---|---:|---:|---:|---:|---:|---|---|"]
     for name, s in results["scenarios"].items():
         rounds = ", ".join(_fmt(r) for r in s.get("round_medians_us", []))
-        lines.append(f"| {name} | {s['n']:,} | {_fmt(s['median_us'])} | {_fmt(s['p95_us'])} | "
-                     f"{_fmt(s['p99_us'])} | {rounds} |")
+        lines.append(f"| {name} | {s['n']:,} | {_fmt(s['median_us'])} | "
+                     f"{_fmt(s.get('cpu_us_per_turn'))} | {_fmt(s['p95_us'])} | "
+                     f"{_fmt(s['p99_us'])} | {_fmt(s.get('bimodal'))} | {rounds} |")
     lines += _build_section(results) + _growth_section(results) + _scale_section(results)
+    lines += _server_scale_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
     if results.get("errors"):
         lines += ["", "## Scenarios that failed", ""]
@@ -273,11 +349,36 @@ def _concurrency_section(r: dict[str, Any]) -> list[str]:
     c = r.get("concurrent")
     if not c:
         return []
+    rate, cpu = c["turns_per_s"], c["cpu_us_per_turn"]
     return ["", "## Concurrency", "",
-            f"{c['tasks']} channels × {c['turns_per_task']} turns written concurrently "
-            f"through stm: {_fmt(c['stm_turns_per_s'])} turns/s; raw aiosqlite committing "
-            f"each turn alone, sequentially: {_fmt(c['raw_sequential_turns_per_s'])} turns/s "
-            f"(median of {c['runs']} runs)."]
+            f"{c['tasks']} channels × {c['turns_per_task']} turns at once (median of "
+            f"{c['runs']} runs), stm against the group-commit floor (one thread draining a "
+            "queue, one commit per batch).", "",
+            "| what | stm turns/s | floor turns/s | ratio | stm CPU µs/turn | "
+            "floor CPU µs/turn |", "|---|---:|---:|---:|---:|---:|",
+            f"| whole host turns | {_fmt(rate['stm_turns'])} | {_fmt(rate['floor_turns'])} | "
+            f"{_fmt(r.get('concurrent_throughput_ratio'))} | {_fmt(cpu['stm_turns'])} | "
+            f"{_fmt(cpu['floor_turns'])} |",
+            f"| writes only | {_fmt(rate['stm_writes'])} | {_fmt(rate['floor_writes'])} | "
+            f"{_fmt(r.get('concurrent_write_throughput_ratio'))} | {_fmt(cpu['stm_writes'])} | "
+            f"{_fmt(cpu['floor_writes'])} |"]
+
+
+def _server_scale_section(r: dict[str, Any]) -> list[str]:
+    s = r.get("server_scale")
+    if not s:
+        return []
+    small, large = s["channels"]
+    out = ["", "## One server, many channels", "",
+           f"Warm `build_context` in a server with {large:,} channels that all have a recent "
+           f"row, against one with {small:,}: {_fmt(r.get('server_scale_ratio'))}× "
+           f"(CPU {_fmt(r.get('server_scale_cpu_ratio'))}×). Rows per cached server view are "
+           f"bounded by `cache_max_rows_per_view` ({_fmt(s.get('max_rows_per_view'))}).", "",
+           "| channels | rows in the cached view | RSS growth on load (KB) |",
+           "|---:|---:|---:|"]
+    for n, v in s["views"].items():
+        out.append(f"| {int(n):,} | {v['rows_in_view']:,} | {v['rss_growth_kb']:,} |")
+    return out
 
 
 def plot_scale(results: dict[str, Any], path: Path) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench import workload as w
 from bench.config import RunConfig
-from bench.harness import interleave, ratio
+from bench.harness import cpu_ratio, interleave, ratio
 from bench.peers import LangGraphSaver, OpenAISession, PeerUnavailable
 from bench.scenarios_record import WINDOWS, Workload
 from bench.stm_side import open_bench_store
@@ -46,6 +46,7 @@ async def growth(turn: Callable[[int], Awaitable[object]], path: Path, start: in
 
 async def run(cfg: RunConfig) -> dict[str, Any]:
     load = Workload(channels=cfg.channels)
+    load.prepare(max(cfg.warmup, cfg.channels) + cfg.rounds * cfg.turns + cfg.growth_turns)
     clock = ManualClock(w.EPOCH_MS)
     stm_path = cfg.workdir / "stm_peers.db"
     peers: dict[str, Any] = {}
@@ -59,6 +60,13 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
             unavailable[key] = str(exc)
             log.warning("peer %s unavailable: %s", key, exc)
     paths = {"langgraph": cfg.workdir / "langgraph.db", "openai": cfg.workdir / "openai.db"}
+    # Beside each: the peer at its out-of-the-box durability (synchronous=FULL).
+    for key, peer in (("langgraph_default", LangGraphSaver(
+            str(cfg.workdir / "langgraph_default.db"), cfg.channels, synchronous=None)),
+                      ("openai_default", OpenAISession(
+            str(cfg.workdir / "openai_default.db"), cfg.channels, synchronous=None))):
+        if key.split("_")[0] in peers:
+            peers[key] = await peer.open()
     try:
         async with open_bench_store(sqlite_url(stm_path), clock) as stm:
             async def stm_turn(i: int) -> None:
@@ -70,7 +78,9 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
 
             scenarios: dict[str, Callable[[int], Awaitable[object]]] = {
                 "stm_host_turn_sqlite": stm_turn}
-            names = {"langgraph": "langgraph_saver_turn", "openai": "openai_session_turn"}
+            names = {"langgraph": "langgraph_saver_turn", "openai": "openai_session_turn",
+                     "langgraph_default": "langgraph_saver_turn_sdk_default",
+                     "openai_default": "openai_session_turn_sdk_default"}
             for key, peer in peers.items():
                 scenarios[names[key]] = peer.turn
             # Every channel (thread, session) exists before anything is timed.
@@ -81,6 +91,8 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
             bytes_per_turn: dict[str, float | None] = {
                 "stm": round(await growth(stm_turn, stm_path, after, cfg.growth_turns), 1)}
             for key, peer in peers.items():
+                if key not in paths:
+                    continue
                 bytes_per_turn[key] = round(
                     await growth(peer.turn, paths[key], after, cfg.growth_turns), 1)
             for key in unavailable:
@@ -95,6 +107,14 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
                                if "langgraph" in peers else None),
         "vs_openai_session": (ratio(stats["openai_session_turn"], ours)
                               if "openai" in peers else None),
+        "vs_langgraph_saver_cpu": (cpu_ratio(stats["langgraph_saver_turn"], ours)
+                                   if "langgraph" in peers else None),
+        "vs_openai_session_cpu": (cpu_ratio(stats["openai_session_turn"], ours)
+                                  if "openai" in peers else None),
+        "vs_peers_sdk_default": {
+            key: ratio(stats[names[key]], ours) for key in ("langgraph_default",
+                                                             "openai_default")
+            if key in peers},
         "bytes_per_turn": bytes_per_turn["stm"],
         "bytes_per_turn_all": bytes_per_turn,
         "peers_unavailable": unavailable,

@@ -9,48 +9,75 @@ bare driver. Also the concurrent throughput of 100 channels at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from bench import workload as w
 from bench.config import RunConfig
-from bench.floors import RawPostgres, RawSqlite
-from bench.harness import interleave, ratio
-from bench.stm_side import open_bench_store
+from bench.floor_turn import FloorTurn
+from bench.floors import FloorResult, RawPostgres, RawSqlite
+from bench.floors_thread import RawAsyncpg, ThreadWriter
+from bench.harness import cpu_ratio, interleave, ratio
+from bench.scenarios_build import as_floor_result, first_difference
+from bench.stm_side import compiled_capture, open_bench_store, seed_typical_server
 from bench.urls import asyncpg_dsn, sqlite_url, stm_postgres_url
 from stm_core.clock import ManualClock
-from stm_core.models import HistoryMessage, PersonaResponse, Turn
+from stm_core.models import HistoryMessage, PersonaResponse, StmContext, Turn
 from stm_core.store import Stm
 
+log = logging.getLogger("stm.bench")
 SERVER = w.server_id(500)
+#: The whole-turn scenarios' server (categories configured, like the build's).
+TURN_SERVER = w.server_id(501)
 #: Distinct message windows cycled through, so payloads differ from turn to turn.
 WINDOWS = 16
 
 
 class Workload:
-    """Turns, histories and replies prepared before timing (host-side work)."""
+    """Turns, histories and replies prepared before timing (host-side work).
+
+    Every turn index gets a Turn object of its own, as a host builds one per
+    turn: per-Turn memos start cold every time, as they do in production.
+    """
 
     def __init__(self, channels: int = w.CHANNELS, server: str = SERVER) -> None:
         self.server = server
         self.channels = [w.channel_id(n) for n in range(channels)]
         names = {c: f"chan-{n}" for n, c in enumerate(self.channels)}
-        self.turns = [w.build_turn(server, c, names) for c in self.channels]
         self.names = names
+        self._turns: list[Turn] = []
         self.histories: list[tuple[HistoryMessage, ...]] = [
             w.history(k * 3) for k in range(WINDOWS)]
         self.replies: list[tuple[PersonaResponse, ...]] = [
             w.responses(k * 3) for k in range(WINDOWS)]
 
+    def prepare(self, count: int) -> Workload:
+        """Build the Turns of indexes ``0..count-1`` now, outside any timing."""
+        self._turns.extend(self._new(i) for i in range(len(self._turns), count))
+        return self
+
+    def _new(self, i: int) -> Turn:
+        return w.build_turn(self.server, self.channels[i % len(self.channels)], self.names)
+
     def turn(self, i: int) -> Turn:
-        return self.turns[i % len(self.turns)]
+        return self._turns[i] if i < len(self._turns) else self._new(i)
+
+    def channel(self, i: int) -> str:
+        return self.channels[i % len(self.channels)]
 
     def fresh_turns(self, count: int) -> list[Turn]:
         """One new Turn object per tool call (the once-per-turn rule is per object)."""
-        return [w.build_turn(self.server, self.channels[i % len(self.channels)], self.names)
-                for i in range(count)]
+        return [self._new(i) for i in range(count)]
+
+
+def turn_count(cfg: RunConfig, warmup: int = 0) -> int:
+    """Turn indexes one interleaved comparison uses."""
+    return max(cfg.warmup, warmup, 1) + cfg.rounds * max(cfg.turns, cfg.build_turns)
 
 
 def stm_record(stm: Stm, clock: ManualClock, load: Workload) -> Callable[[int], Awaitable[None]]:
@@ -61,22 +88,81 @@ def stm_record(stm: Stm, clock: ManualClock, load: Workload) -> Callable[[int], 
     return one
 
 
-def raw_record(raw: RawSqlite | RawPostgres, load: Workload) -> Callable[[int], Awaitable[None]]:
+def stm_host_turn(stm: Stm, clock: ManualClock,
+                  load: Workload) -> Callable[[int], Awaitable[StmContext]]:
+    """What a host does each turn: record the last one, build this one's context."""
+    async def one(i: int) -> StmContext:
+        clock.set(w.EPOCH_MS + i * 1000)
+        turn = load.turn(i)
+        await stm.record_turn(turn, load.histories[i % WINDOWS], load.replies[i % WINDOWS])
+        return await stm.build_context(turn)
+    return one
+
+
+Recorder = RawSqlite | RawPostgres | ThreadWriter | RawAsyncpg
+
+
+def raw_record(raw: Recorder, load: Workload) -> Callable[[int], Awaitable[None]]:
     async def one(i: int) -> None:
-        await raw.record(load.server, load.channels[i % len(load.channels)], w.USER_ID,
+        await raw.record(load.server, load.channel(i), w.USER_ID,
                          load.histories[i % WINDOWS], load.replies[i % WINDOWS],
                          w.EPOCH_MS + i * 1000)
     return one
 
 
+def floor_host_turn(floor: FloorTurn,
+                    load: Workload) -> Callable[[int], Awaitable[FloorResult]]:
+    async def one(i: int) -> FloorResult:
+        return await floor.turn(load.channel(i), load.histories[i % WINDOWS],
+                                load.replies[i % WINDOWS], w.EPOCH_MS + i * 1000)
+    return one
+
+
+async def thread_writer(path: Path, clock: ManualClock) -> ThreadWriter:
+    """A dedicated-thread floor on its own file, running the SQL stm compiled."""
+    load = Workload(channels=1, server=w.server_id(499))
+    async with open_bench_store(sqlite_url(path), clock) as stm:
+        await stm_record(stm, clock, load)(0)  # creates the schema, compiles the statement
+        sql = compiled_capture(stm, 1).sql
+    return ThreadWriter(str(path), sql).start()
+
+
+async def host_turn_pair(stm: Stm, clock: ManualClock, writer: ThreadWriter, load: Workload
+                         ) -> tuple[Callable[[int], Awaitable[StmContext]],
+                                    Callable[[int], Awaitable[FloorResult]], dict[str, Any]]:
+    """stm's host turn and the floor's on ``load.server`` (categories and render
+    mode configured like the build scenario's server), every channel written
+    once, and the texts of one turn compared before anything is timed."""
+    await seed_typical_server(stm, load.server, (), now_ms=w.EPOCH_MS,
+                              render_mode="crude_summary")
+    floor = FloorTurn(writer, load.server, load.names, render_mode="crude_summary",
+                      now_ms=w.EPOCH_MS)
+    ours, theirs = stm_host_turn(stm, clock, load), floor_host_turn(floor, load)
+    channels = len(load.channels)
+    for i in range(channels):
+        await ours(i)
+        await theirs(i)
+    got, want = as_floor_result(await ours(channels)), await theirs(channels)
+    check: dict[str, Any] = {"texts_equal": got == want, "items": len(got[0])}
+    if got != want:
+        check["difference"] = first_difference(got, want)
+        log.warning("host turn texts differ from the floor's: %s", check["difference"])
+    return ours, theirs, check
+
+
 async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
-    """record_turn and the summary tool write vs raw aiosqlite, interleaved."""
+    """record_turn, a whole host turn and the summary tool write against the
+    dedicated-thread floor (and raw aiosqlite, the older floor), interleaved."""
     load = Workload(channels=cfg.channels)
+    turn_load = Workload(channels=cfg.channels, server=TURN_SERVER)
     clock = ManualClock(w.EPOCH_MS)
-    total = cfg.rounds * cfg.turns + max(cfg.warmup, 1)
+    total = turn_count(cfg, cfg.channels) + cfg.channels + 1
+    load.prepare(total)
+    turn_load.prepare(total)
     tool_turns = load.fresh_turns(total)
     summaries = [w.summary_text(k) for k in range(WINDOWS)]
     raw = await RawSqlite(str(cfg.workdir / "raw_record.db")).open()
+    writer = await thread_writer(cfg.workdir / "floor_record.db", clock)
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "stm_record.db"), clock) as stm:
             failures: list[str] = []
@@ -89,20 +175,37 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
                     failures.append(f"{result.code}: {result.message}")
 
             async def raw_tool(i: int) -> None:
-                await raw.write_summary(load.server, load.channels[i % len(load.channels)],
-                                        w.USER_ID, summaries[i % WINDOWS], w.EPOCH_MS + i * 1000)
+                await raw.write_summary(load.server, load.channel(i), w.USER_ID,
+                                        summaries[i % WINDOWS], w.EPOCH_MS + i * 1000)
 
+            stm_turn, floor_turn, check = await host_turn_pair(stm, clock, writer, turn_load)
             stats = await interleave({
                 "stm_record_turn_sqlite": stm_record(stm, clock, load),
+                "floor_thread_record": raw_record(writer, load),
                 "raw_aiosqlite_record": raw_record(raw, load),
+                "stm_turn_sqlite": stm_turn,
+                "floor_thread_turn": floor_turn,
                 "stm_tool_write_sqlite": stm_tool,
                 "raw_aiosqlite_tool_write": raw_tool,
             }, rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup)
     finally:
         await raw.close()
+        await writer.close()
+    stm_rec, floor_rec = stats["stm_record_turn_sqlite"], stats["floor_thread_record"]
+    stm_turn_s, floor_turn_s = stats["stm_turn_sqlite"], stats["floor_thread_turn"]
     return {
-        "record_ratio_sqlite": ratio(stats["stm_record_turn_sqlite"],
-                                     stats["raw_aiosqlite_record"]),
+        "record_ratio_sqlite": ratio(stm_rec, floor_rec),
+        "record_cpu_ratio_sqlite": cpu_ratio(stm_rec, floor_rec),
+        "turn_ratio_sqlite": ratio(stm_turn_s, floor_turn_s),
+        "turn_cpu_ratio_sqlite": cpu_ratio(stm_turn_s, floor_turn_s),
+        "turn_texts": check,
+        "record_ratio_vs_aiosqlite": ratio(stm_rec, stats["raw_aiosqlite_record"]),
+        "cpu_us_per_turn": stm_turn_s.cpu_us,
+        "cpu_us_per_turn_floors": {
+            "floor_thread_turn": floor_turn_s.cpu_us,
+            "stm_record_turn_sqlite": stm_rec.cpu_us,
+            "floor_thread_record": floor_rec.cpu_us,
+            "raw_aiosqlite_record": stats["raw_aiosqlite_record"].cpu_us},
         "tool_write_ratio_sqlite": ratio(stats["stm_tool_write_sqlite"],
                                          stats["raw_aiosqlite_tool_write"]),
         # A refused call writes nothing and would flatter the ratio.
@@ -113,7 +216,8 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
 
 
 async def postgres_ratio(cfg: RunConfig) -> dict[str, Any]:
-    """record_turn on PostgreSQL vs raw asyncpg, each in a schema of its own."""
+    """record_turn on PostgreSQL vs stm's own statement on one raw asyncpg
+    connection (and the older floor: BEGIN, two statements, COMMIT)."""
     if not cfg.postgres_url:
         return {"record_ratio_postgres": None,
                 "record_ratio_postgres_skipped": "STM_TEST_POSTGRES_URL is not set"}
@@ -122,68 +226,101 @@ async def postgres_ratio(cfg: RunConfig) -> dict[str, Any]:
     dsn = asyncpg_dsn(cfg.postgres_url)
     tag = uuid.uuid4().hex[:10]
     stm_schema, raw_schema = f"stm_bench_{tag}", f"stm_bench_raw_{tag}"
+    floor_schema = f"stm_bench_floor_{tag}"
     try:
         admin = await asyncpg.connect(dsn)
     except (OSError, asyncpg.PostgresError) as exc:
         return {"record_ratio_postgres": None,
                 "record_ratio_postgres_skipped": f"PostgreSQL unreachable: {exc}"}
-    load = Workload(channels=cfg.channels)
+    load = Workload(channels=cfg.channels).prepare(turn_count(cfg))
     clock = ManualClock(w.EPOCH_MS)
     raw = RawPostgres(dsn, raw_schema)
+    floor: RawAsyncpg | None = None
     try:
-        await admin.execute(f'CREATE SCHEMA IF NOT EXISTS "{stm_schema}"')
+        for schema in (stm_schema, floor_schema):
+            await admin.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        # The floor's statement: what a store on the floor's schema compiles
+        # (its own notice channel, so stm's listener never hears the floor).
+        async with open_bench_store(stm_postgres_url(cfg.postgres_url, floor_schema),
+                                    clock) as other:
+            await stm_record(other, clock, load)(0)
+            compiled = compiled_capture(other, 2)
+        floor = await RawAsyncpg(dsn, floor_schema, compiled.sql, compiled.slots or (),
+                                 dict(compiled.constants)).open()
         await raw.open()
         async with open_bench_store(stm_postgres_url(cfg.postgres_url, stm_schema),
                                     clock) as stm:
             stats = await interleave({
                 "stm_record_turn_postgres": stm_record(stm, clock, load),
+                "floor_asyncpg_statement": raw_record(floor, load),
                 "raw_asyncpg_record": raw_record(raw, load),
             }, rounds=cfg.pg_rounds, turns=cfg.turns, warmup=cfg.warmup)
     finally:
         await raw.close()
-        await admin.execute(f'DROP SCHEMA IF EXISTS "{stm_schema}" CASCADE')
+        if floor is not None:
+            await floor.close()
+        for schema in (stm_schema, floor_schema):
+            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         await admin.close()
+    ours, base = stats["stm_record_turn_postgres"], stats["floor_asyncpg_statement"]
     return {
-        "record_ratio_postgres": ratio(stats["stm_record_turn_postgres"],
-                                       stats["raw_asyncpg_record"]),
+        "record_ratio_postgres": ratio(ours, base),
+        "record_cpu_ratio_postgres": cpu_ratio(ours, base),
+        "record_ratio_postgres_vs_transaction": ratio(ours, stats["raw_asyncpg_record"]),
         "scenarios": {name: s.to_json() for name, s in stats.items()},
     }
 
 
+async def _throughput(run: Callable[[int], Awaitable[object]], tasks: int,
+                      per_task: int) -> tuple[float, float]:
+    """Turns per second and CPU microseconds per turn of ``tasks`` channels at once."""
+    async def channel(c: int) -> None:
+        for k in range(per_task):
+            await run(c + k * tasks)
+
+    start, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(channel(c) for c in range(tasks)))
+    turns = tasks * per_task
+    return (turns / (time.perf_counter() - start),
+            (time.process_time() - cpu) * 1e6 / turns)
+
+
 async def concurrent_throughput(cfg: RunConfig) -> dict[str, Any]:
-    """100 channels writing at once through stm vs raw aiosqlite one turn at a time."""
+    """100 channels at once: stm (group commit) vs the group-commit floor, for
+    whole host turns and for writes alone."""
     tasks, per_task = cfg.concurrent_tasks, cfg.concurrent_turns
-    load = Workload(channels=tasks)
+    load = Workload(channels=tasks, server=TURN_SERVER)
+    writes = Workload(channels=tasks)
+    count = tasks * (per_task + 2)
+    load.prepare(count)
+    writes.prepare(count)
     clock = ManualClock(w.EPOCH_MS)
-    stm_rates: list[float] = []
-    raw_rates: list[float] = []
-    raw = await RawSqlite(str(cfg.workdir / "raw_concurrent.db")).open()
+    rates: dict[str, list[tuple[float, float]]] = {
+        "stm_turns": [], "floor_turns": [], "stm_writes": [], "floor_writes": []}
+    writer = await thread_writer(cfg.workdir / "floor_concurrent.db", clock)
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "stm_concurrent.db"),
                                     clock) as stm:
-            async def channel_task(c: int) -> None:
-                for k in range(per_task):
-                    await stm.record_turn(load.turns[c], load.histories[k % WINDOWS],
-                                          load.replies[k % WINDOWS])
-
-            for _ in range(cfg.concurrent_runs):
-                start = time.perf_counter()
-                await asyncio.gather(*(channel_task(c) for c in range(tasks)))
-                stm_rates.append(tasks * per_task / (time.perf_counter() - start))
-
-                write = raw_record(raw, load)
-                start = time.perf_counter()
-                for i in range(tasks * per_task):
-                    await write(i)
-                raw_rates.append(tasks * per_task / (time.perf_counter() - start))
+            stm_turn, floor_turn, _check = await host_turn_pair(stm, clock, writer, load)
+            runs = {"stm_turns": stm_turn, "floor_turns": floor_turn,
+                    "stm_writes": stm_record(stm, clock, writes),
+                    "floor_writes": raw_record(writer, writes)}
+            for r in range(cfg.concurrent_runs):
+                names = list(runs)
+                for name in names[r % 4:] + names[:r % 4]:
+                    rates[name].append(await _throughput(runs[name], tasks, per_task))
     finally:
-        await raw.close()
-    stm_rate, raw_rate = statistics.median(stm_rates), statistics.median(raw_rates)
+        await writer.close()
+    rate = {k: statistics.median(v[0] for v in vs) for k, vs in rates.items()}
+    cpu = {k: statistics.median(v[1] for v in vs) for k, vs in rates.items()}
     return {
-        "concurrent_throughput_ratio": round(stm_rate / raw_rate, 3),
-        "concurrent": {"tasks": tasks, "turns_per_task": per_task,
-                       "stm_turns_per_s": round(stm_rate, 1),
-                       "raw_sequential_turns_per_s": round(raw_rate, 1),
-                       "runs": cfg.concurrent_runs},
+        "concurrent_throughput_ratio": round(rate["stm_turns"] / rate["floor_turns"], 3),
+        "concurrent_write_throughput_ratio": round(rate["stm_writes"] / rate["floor_writes"],
+                                                   3),
+        # Throughput in CPU terms: the floor's CPU per turn over stm's (above 1: stm leaner).
+        "concurrent_cpu_ratio": round(cpu["floor_turns"] / cpu["stm_turns"], 3),
+        "concurrent": {"tasks": tasks, "turns_per_task": per_task, "runs": cfg.concurrent_runs,
+                       "turns_per_s": {k: round(v, 1) for k, v in rate.items()},
+                       "cpu_us_per_turn": {k: round(v, 1) for k, v in cpu.items()},
+                       "floor_batches": writer.batches},
     }
-

@@ -49,11 +49,11 @@ def _messages(now_ms: int) -> str:
 
 
 def _rows(first: int, last: int, updated_at_ms: int, server_base: int,
-          scattered: bool) -> Iterator[tuple[object, ...]]:
+          scattered: bool, per_server: int) -> Iterator[tuple[object, ...]]:
     messages = _messages(updated_at_ms)
     summary = "The party rested at the inn and planned the climb."
     for n in range(first, last):
-        server, channel = divmod(n, CHANNELS_PER_SERVER)
+        server, channel = divmod(n, per_server)
         # Scattered: the oldest rows are spread over the whole table (every
         # 1000th row), so a purge batch touches pages everywhere. Ordered: the
         # oldest rows are the first inserted, so a batch touches neighbours.
@@ -65,9 +65,9 @@ def _rows(first: int, last: int, updated_at_ms: int, server_base: int,
 
 def seed_rows(path: Path, first: int, last: int, *, updated_at_ms: int,
               server_base: int = SERVER_BASE, scattered: bool = True,
-              batch: int = 50_000) -> None:
-    """Insert rows ``first..last-1`` (server ``n // 20``, channel ``n % 20``),
-    updated up to a few minutes before ``updated_at_ms``."""
+              batch: int = 50_000, per_server: int = CHANNELS_PER_SERVER) -> None:
+    """Insert rows ``first..last-1`` (server ``n // per_server``, channel
+    ``n % per_server``), updated up to a few minutes before ``updated_at_ms``."""
     sql = (f"INSERT INTO {TABLE} ({', '.join(COLUMNS)}) "
            f"VALUES ({', '.join('?' for _ in COLUMNS)})")
     with contextlib.closing(sqlite3.connect(path)) as conn:
@@ -76,7 +76,7 @@ def seed_rows(path: Path, first: int, last: int, *, updated_at_ms: int,
         conn.execute("PRAGMA cache_size=-262144")  # 256 MiB: index inserts stay in memory
         for start in range(first, last, batch):
             conn.executemany(sql, _rows(start, min(last, start + batch), updated_at_ms,
-                                        server_base, scattered))
+                                        server_base, scattered, per_server))
             conn.commit()
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 

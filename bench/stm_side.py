@@ -24,6 +24,8 @@ from stm_core.storage.records import (
     MemoryWrite,
 )
 from stm_core.store import Stm, open_store
+from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter
+from stm_plugins.sqlalchemy_storage.compiled import Compiled
 
 
 def _everyone(text: str, turn: Turn) -> str:
@@ -113,3 +115,16 @@ async def seed_typical_server(stm: Stm, server: str, seeds: Sequence[w.ChannelSe
             set_categories=bool(seed.categories), categories=seed.categories,
             persona_lineage_id=w.LINEAGE_ID)])
     stm.cache.clear()
+
+
+def compiled_capture(stm: Stm, rows: int) -> Compiled:
+    """The capture statement stm compiled and ran (after at least one turn):
+    ``("capture",)`` on SQLite, ``("capture", rows)`` as one statement on
+    PostgreSQL. A floor runs this very text."""
+    adapter = cast(SqlStorageAdapter, stm.adapter)
+    key: tuple[object, ...] = ("capture", rows) if adapter.dialect_name == "postgresql" \
+        else ("capture",)
+
+    def missing() -> Any:
+        raise RuntimeError(f"stm has not run its {key} statement yet")
+    return adapter.statement(key, missing)

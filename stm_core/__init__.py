@@ -47,6 +47,7 @@ from stm_core.plugin_types import (
 )
 from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings
+from stm_core.storage.factory import adapter_for_url
 from stm_core.store import Stm, open_store
 from stm_core.tool import TOOL_NAME
 
@@ -83,6 +84,7 @@ __all__ = [
     "UnknownDatabaseURL",
     "ValidationError",
     "VisibilityContext",
+    "adapter_for_url",
     "create_plugin_manager",
     "detect_long_term_intent",
     "hookimpl",

@@ -6,8 +6,13 @@ Rules (DESIGN, Storage):
   committed write returned), never from values computed in Python;
 * a row replaces a cached one only if its ``rev`` is not older, so writes that
   finish out of order cannot roll the cache back;
-* every map is an LRU with a configured bound, so memory stays flat however
-  many servers, users and channels are touched;
+* every map is an LRU with a configured bound, and each view holds at most
+  ``cache_max_rows_per_view`` rows (the newest) and as many known-absent
+  keys, so memory stays flat however many servers, users and channels are
+  touched: at most ``(cache_max_servers + cache_max_users) x
+  cache_max_rows_per_view`` rows in all;
+* each view keeps its rows in recency order (oldest first), so a build walks
+  the newest rows and stops at the cap instead of sorting the whole server;
 * with several processes on one database, other processes' writes arrive as
   change notices (:mod:`stm_core.invalidation`); a safety expiry reloads views
   older than a maximum age, and a notice that drops a view bumps ``epoch`` so
@@ -19,6 +24,7 @@ user-scope memories), because that is what one turn reads.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
@@ -105,27 +111,121 @@ class LRU(Generic[K, V]):
         return iter(list(self._data.values()))
 
 
-@attrs.define
+#: Rows an out-of-order write lifts to find its place; past that the view is
+#: rebuilt around it (bounded by ``max_rows``, and writes arrive nearly in order).
+_LIFT_LIMIT = 32
+
+
+class BoundedKeySet(Generic[K]):
+    """A set that forgets its oldest entries beyond ``maxsize``."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._keys: dict[K, None] = {}
+
+    def add(self, key: K) -> None:
+        keys = self._keys
+        keys.pop(key, None)
+        keys[key] = None
+        if len(keys) > self.maxsize:
+            del keys[next(iter(keys))]
+
+    def discard(self, key: K) -> None:
+        self._keys.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(list(self._keys))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
 class MemoryView:
     """Memory rows of one server (server scope) or one user (user scope).
 
-    ``records`` holds every row updated within the load window plus rows
-    written or probed since; ``absent`` remembers keys probed and not found,
-    so a warm turn on a channel without a row makes no database call.
+    ``records`` holds the rows updated within the load window plus rows
+    written or probed since, ordered by ``updated_at_ms``, oldest first; rows
+    with equal times are shown in the order they arrived, so ``records`` keeps
+    the later arrival before the earlier one. At most ``max_rows`` are kept:
+    past that the oldest go, and ``dropped_through_ms`` says up to when rows
+    may be missing (a probe of such a key asks the database). ``absent``
+    remembers keys probed and not found (bounded too), so a warm turn on a
+    channel without a row makes no database call.
     """
 
-    records: dict[MemoryKey, MemoryRecord] = attrs.field(factory=dict)
-    absent: set[MemoryKey] = attrs.field(factory=set)
+    def __init__(self, records: Iterable[MemoryRecord] = (), *, max_rows: int = 1000) -> None:
+        self.max_rows = max_rows
+        # Stable sort of the reversed input: equal times keep arrival order newest-first.
+        ordered = sorted(reversed(list(records)), key=_updated_at)
+        self.records: dict[MemoryKey, MemoryRecord] = {r.key: r for r in ordered}
+        self.absent: BoundedKeySet[MemoryKey] = BoundedKeySet(max_rows)
+        #: Rows updated at or before this may have been dropped for the bound.
+        self.dropped_through_ms: int | None = None
+        self._trim()
 
     def apply(self, record: MemoryRecord) -> None:
-        current = self.records.get(record.key)
-        if current is None or record.rev >= current.rev:
-            self.records[record.key] = record
-        self.absent.discard(record.key)
+        key = record.key
+        records = self.records
+        current = records.get(key)
+        self.absent.discard(key)
+        if current is not None:
+            if record.rev < current.rev:
+                return
+            del records[key]
+        self._place(record)
+        self._trim()
 
     def forget(self, key: MemoryKey) -> None:
         self.records.pop(key, None)
         self.absent.add(key)
+
+    def newest_first(self) -> Iterator[MemoryRecord]:
+        """The rows, newest first (a build stops after the few it shows)."""
+        return reversed(self.records.values())
+
+    def may_lack(self, updated_at_ms: int) -> bool:
+        """A row updated then may be missing because the bound dropped it."""
+        dropped = self.dropped_through_ms
+        return dropped is not None and updated_at_ms <= dropped
+
+    def _place(self, record: MemoryRecord) -> None:
+        """Insert before every row as new or newer: at the end for the usual
+        write, lifting the few newer rows for one that finished out of order."""
+        records = self.records
+        at = record.updated_at_ms
+        lifted: list[tuple[MemoryKey, MemoryRecord]] = []
+        while records and records[next(reversed(records))].updated_at_ms >= at:
+            if len(lifted) == _LIFT_LIMIT:
+                for key, row in reversed(lifted):
+                    records[key] = row
+                self._rebuild_with(record)
+                return
+            lifted.append(records.popitem())
+        records[record.key] = record
+        for key, row in reversed(lifted):
+            records[key] = row
+
+    def _rebuild_with(self, record: MemoryRecord) -> None:
+        items = list(self.records.items())
+        at = bisect_left([r.updated_at_ms for _k, r in items], record.updated_at_ms)
+        items.insert(at, (record.key, record))
+        self.records.clear()
+        self.records.update(items)
+
+    def _trim(self) -> None:
+        records = self.records
+        while len(records) > self.max_rows:
+            oldest = records.pop(next(iter(records)))
+            dropped = self.dropped_through_ms
+            self.dropped_through_ms = (oldest.updated_at_ms if dropped is None
+                                       else max(dropped, oldest.updated_at_ms))
+
+
+def _updated_at(record: MemoryRecord) -> int:
+    return record.updated_at_ms
 
 
 @attrs.define
@@ -154,7 +254,9 @@ class CacheStats:
 class MemoryCache:
     """Settings, server memories and user state, each in its own LRU."""
 
-    def __init__(self, *, max_servers: int, max_users: int) -> None:
+    def __init__(self, *, max_servers: int, max_users: int,
+                 max_rows_per_view: int = 1000) -> None:
+        self.max_rows_per_view = max_rows_per_view
         self.settings: LRU[str, ServerSettings] = LRU(max_servers)
         self.servers: LRU[str, MemoryView] = LRU(max_servers)
         self.users: LRU[str, UserView] = LRU(max_users)
@@ -165,6 +267,10 @@ class MemoryCache:
         #: Moves whenever views are dropped for being possibly stale; a load
         #: that started under an older epoch returns its value uncached.
         self.epoch = 0
+
+    def new_view(self, rows: Iterable[MemoryRecord]) -> MemoryView:
+        """A view of loaded rows, bounded like every other."""
+        return MemoryView(rows, max_rows=self.max_rows_per_view)
 
     def expire_after(self, max_age_ms: int | None, now_ms: Callable[[], int]) -> None:
         """Reload views older than ``max_age_ms`` (``None``: never)."""

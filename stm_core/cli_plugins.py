@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from stm_core.cli_plugin_new import new
 from stm_core.errors import PluginError
 from stm_core.introspect import PluginInfo, describe_plugins, find_conflicts
 from stm_core.plugins import create_plugin_manager
@@ -16,11 +17,12 @@ from stm_core.plugins import create_plugin_manager
 _STATUS_STYLE = {"loaded": "green", "failed": "bold red", "blocked": "yellow"}
 
 
-@click.command(name="plugins")
+@click.group(name="plugins", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_context
 def plugins(ctx: click.Context, as_json: bool) -> None:
     """List plugins: built-in, installed (entry points) and their status.
+    "stm plugins new NAME" starts a new plugin distribution.
 
     A plugin that fails to load is listed as failed, with its error; the
     command still succeeds. Two plugins claiming one render mode, storage
@@ -34,7 +36,10 @@ def plugins(ctx: click.Context, as_json: bool) -> None:
       STM_DISABLED_PLUGINS=stm-broken stm plugins
       STM_LOAD_PLUGINS= stm plugins        # built-ins only
       STM_TRACE_PLUGINS=1 stm plugins      # log every hook call
+      stm plugins new shouty               # write a new plugin distribution
     """
+    if ctx.invoked_subcommand is not None:
+        return
     json_output = as_json or bool(getattr(ctx.obj, "json_output", False))
     try:
         pm = create_plugin_manager(load_entrypoints=True)
@@ -52,6 +57,9 @@ def plugins(ctx: click.Context, as_json: bool) -> None:
         console.print(f"[bold red]conflict:[/] {escape(conflict.message)}", highlight=False)
 
 
+plugins.add_command(new)
+
+
 def plugins_table(infos: list[PluginInfo]) -> Table:
     table = Table(title="stm plugins", title_justify="left", show_lines=True)
     table.add_column("plugin", no_wrap=True)
@@ -63,6 +71,7 @@ def plugins_table(infos: list[PluginInfo]) -> Table:
             info.kind, " ".join(p for p in (info.distribution, info.version) if p))
         lines = [", ".join(h.removeprefix("stm_") for h in info.hooks)] if info.hooks else []
         lines += [f"[dim]{escape(line)}[/]" for line in grouped_keys(info.provides)]
+        lines += [f"[yellow]warning: {escape(w)}[/]" for w in info.warnings]
         if info.error:
             lines.append(f"[red]{escape(info.error)}[/]")
         style = _STATUS_STYLE[info.status]

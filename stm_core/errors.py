@@ -36,6 +36,10 @@ class PluginError(StmError):
     """A plugin failed to load or two plugins claim the same key."""
 
 
+class PluginWarning(UserWarning):
+    """A plugin loaded, but part of it will never run (e.g. an unmarked ``stm_...`` function)."""
+
+
 class StorageError(StmError):
     """The database failed a write; nothing was cached from it."""
 

@@ -12,6 +12,7 @@ turns one into a :class:`PluginError`, so a broken policy refuses the call.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
@@ -29,6 +30,7 @@ from stm_core.plugin_types import (
 from stm_core.plugins import StmPluginManager
 
 T = TypeVar("T")
+log = logging.getLogger("stm.hooks")
 DEFAULT_TOOL_FORMAT = "openai"
 
 
@@ -111,9 +113,20 @@ class Hooks:
     def tool_available(self, provider: str, has_tools: bool, stm_enabled: bool,
                        explicit_long_term_intent: bool) -> bool:
         key = ("gate", provider, has_tools, stm_enabled, explicit_long_term_intent)
-        return self._cached(key, lambda: False not in self.pm.hook.stm_tool_available(
+        return self._cached(key, lambda: self._no_veto("stm_tool_available", dict(
             provider=provider, has_tools=has_tools, stm_enabled=stm_enabled,
-            explicit_long_term_intent=explicit_long_term_intent))
+            explicit_long_term_intent=explicit_long_term_intent)))
+
+    def _no_veto(self, hook_name: str, kwargs: dict[str, Any]) -> bool:
+        """A gate's verdict: any ``False`` wins. An answer that is not a bool
+        or ``None`` (``"no"``, ``0``) is logged and counts as abstaining."""
+        caller = getattr(self.pm.hook, hook_name)
+        answers = caller(**kwargs)
+        if any(not isinstance(a, bool) for a in answers):
+            for name, answer in _odd_answers(caller.get_hookimpls(), kwargs):
+                log.warning("plugin %r answered %s with %r, which is not True, False or "
+                            "None; treated as no opinion", name, hook_name, answer)
+        return False not in [a for a in answers if isinstance(a, bool)]
 
     # -- phrasing --------------------------------------------------------------
     def nudge_template(self, provider: str, mode: str) -> str:
@@ -187,7 +200,25 @@ class Hooks:
         """The permission policies' decision (no answer allows: a host that
         removed the built-in policy chose to check nothing)."""
         answer = self._call_or_refuse("stm_admin_permission", actor=actor, action=action)
+        if answer is not None and not isinstance(answer, bool):
+            # firstresult stopped at it, so it cannot abstain: a policy that
+            # answers nonsense refuses the call, as one that raises does.
+            raise PluginError(f"an stm_admin_permission policy answered {answer!r}, which is "
+                              f"not True, False or None; refusing {action.name}")
         return answer is not False
+
+
+def _odd_answers(impls: Iterable[Any], kwargs: dict[str, Any]) -> list[tuple[str, object]]:
+    """Which implementations answered something other than a bool or None
+    (called one by one again: only on this rare path, and hooks are pure)."""
+    odd = []
+    for impl in impls:
+        if impl.hookwrapper or impl.wrapper:  # they wrap answers, they give none
+            continue
+        answer = impl.function(*(kwargs[name] for name in impl.argnames))
+        if answer is not None and not isinstance(answer, bool):
+            odd.append((impl.plugin_name, answer))
+    return odd
 
 
 def _culprit(impls: Iterable[Any], exc: BaseException) -> str | None:

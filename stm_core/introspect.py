@@ -39,11 +39,14 @@ class PluginInfo:
     entry_point: str | None = None
     #: Keys it registers: ``"render mode acme_digest"``, ``"storage scheme memory"``...
     provides: tuple[str, ...] = ()
+    #: Parts of a loaded plugin that will never run (an unmarked ``stm_...`` function).
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data = attrs.asdict(self)
         data["hooks"] = list(self.hooks)
         data["provides"] = list(self.provides)
+        data["warnings"] = list(self.warnings)
         return data
 
 
@@ -144,7 +147,8 @@ def describe_plugins(pm: StmPluginManager) -> list[PluginInfo]:
         loaded.append(_info(origin, status="loaded", error="; ".join(problems) or None,
                             hooks=tuple(sorted(c.name for c in pm.get_hookcallers(plugin) or ())),
                             provides=tuple(f"{what} {key}" for what, key in claims.keys
-                                           if what not in _QUIET_CLAIMS)))
+                                           if what not in _QUIET_CLAIMS),
+                            warnings=tuple(pm.plugin_warnings.get(name, ()))))
     loaded.sort(key=lambda info: _KIND_ORDER[info.kind])  # stable: keeps registration order
     failed = [_info(f.origin, status="failed", error=f"{f.stage}: {f.error}")
               for f in pm.load_failures]
@@ -153,7 +157,8 @@ def describe_plugins(pm: StmPluginManager) -> list[PluginInfo]:
 
 
 def _info(origin: PluginOrigin, *, status: PluginStatus, error: str | None,
-          hooks: tuple[str, ...] = (), provides: tuple[str, ...] = ()) -> PluginInfo:
+          hooks: tuple[str, ...] = (), provides: tuple[str, ...] = (),
+          warnings: tuple[str, ...] = ()) -> PluginInfo:
     return PluginInfo(name=origin.name, kind=origin.kind, distribution=origin.distribution,
                       version=origin.version, hooks=hooks, status=status, error=error,
-                      entry_point=origin.entry_point, provides=provides)
+                      entry_point=origin.entry_point, provides=provides, warnings=warnings)

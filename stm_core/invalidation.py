@@ -15,10 +15,17 @@ one listening connection and applies what it hears:
 
 PostgreSQL does not keep notices for a listener that was away, so whenever
 the listening connection is (re)established the whole cache is dropped: what
-was missed meanwhile is unknowable. The connection is checked every
-``listener_check_seconds``; a dead one is replaced with growing pauses. A
-safety expiry (``cache_max_age_seconds``, 300 s by default while listening)
-bounds staleness even if a notice were lost some other way.
+was missed meanwhile is unknowable. A connection that dies silently (a hung
+network: no error, no notices) is found by a check query: one every
+``CHECK_PERIOD_SHARE`` of ``listener_check_seconds``, allowed
+``CHECK_TIMEOUT_SHARE`` of it to answer, so a silent death is noticed within
+80 % of ``listener_check_seconds``. The moment the connection is found dead
+the whole cache is dropped, and until listening again no cached view is
+served older than ``listener_check_seconds``; so a change another process
+commits after the listener died shows here within ``listener_check_seconds``.
+A dead connection is replaced with growing pauses. A safety expiry
+(``cache_max_age_seconds``, 300 s by default while listening) bounds
+staleness even if a notice were lost some other way.
 """
 
 from __future__ import annotations
@@ -41,6 +48,11 @@ log = logging.getLogger("stm.invalidation")
 #: Pauses between reconnection attempts grow up to this.
 MAX_RETRY_PAUSE_S = 5.0
 FIRST_RETRY_PAUSE_S = 0.05
+#: Shares of ``listener_check_seconds`` between two checks of the listening
+#: connection and given to one check. Together under 1, so a silent death is
+#: found within the interval with room left for a busy event loop.
+CHECK_PERIOD_SHARE = 0.4
+CHECK_TIMEOUT_SHARE = 0.4
 
 
 @attrs.define
@@ -84,7 +96,8 @@ class InvalidationListener:
     async def start(self) -> None:
         """Connect once (quietly failing), then keep the connection alive in
         the background."""
-        await self._connect()
+        if not await self._connect():
+            self._stop_trusting_cache()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._keep_alive(), name="stm-listener"),
                        loop.create_task(self._apply_rows(), name="stm-listener-apply")]
@@ -115,6 +128,8 @@ class InvalidationListener:
         # Listening again: whatever was announced while nobody listened is lost.
         self._stm.cache.clear()
         self._stm.cache.stats.flushes += 1
+        self._stm.cache.expire_after(self._stm.settings.cache_max_age_ms(listening=True),
+                                     self._stm.clock.now_ms)
         self._connected.set()
         if self.stats.connects > 1:
             log.info("listening for other processes' writes again; cache dropped")
@@ -131,8 +146,20 @@ class InvalidationListener:
         if self._subscription is not None and not self._stopping:
             self._lost.set()
 
+    def _stop_trusting_cache(self) -> None:
+        """Nothing is heard any more: drop every cached view now, and until
+        listening again let none get older than ``listener_check_seconds``."""
+        settings, cache = self._stm.settings, self._stm.cache
+        cache.clear()
+        cache.stats.flushes += 1
+        unheard_ms = int(settings.listener_check_seconds * 1000)
+        listening_ms = settings.cache_max_age_ms(listening=True)
+        cache.expire_after(unheard_ms if listening_ms is None else min(unheard_ms, listening_ms),
+                           self._stm.clock.now_ms)
+
     async def _keep_alive(self) -> None:
         interval = self._stm.settings.listener_check_seconds
+        period, timeout = interval * CHECK_PERIOD_SHARE, interval * CHECK_TIMEOUT_SHARE
         pause = FIRST_RETRY_PAUSE_S
         while True:
             if self._subscription is None:
@@ -143,14 +170,16 @@ class InvalidationListener:
                     pause = min(MAX_RETRY_PAUSE_S, pause * 2)
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._lost.wait(), interval)
+                await asyncio.wait_for(self._lost.wait(), period)
             if not self._lost.is_set():
                 try:
-                    await self._subscription.check(timeout_s=interval)
+                    await self._subscription.check(timeout_s=timeout)
                     continue
                 except Exception as exc:
-                    log.warning("the listening connection stopped answering: %s", exc)
+                    log.warning("the listening connection stopped answering: %s",
+                                exc or type(exc).__name__)
             self.stats.connection_losses += 1
+            self._stop_trusting_cache()  # before closing, which may take a while
             log.warning("lost the connection that listens for other processes' writes; "
                         "reconnecting")
             await self._disconnect()

@@ -26,6 +26,11 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 
 from stm_core.errors import PluginError
+from stm_core.hookimpl_checks import (
+    implementation_errors,
+    unmarked_hook_functions,
+    unmarked_text,
+)
 
 if TYPE_CHECKING:
     from stm_core.plugins import StmPluginManager
@@ -230,7 +235,20 @@ def _load_one(pm: StmPluginManager, ref: EntryPointRef, *, strict: bool) -> None
         discard(pm, origin.name)
         fail(pm, origin, "register", error_text(exc), strict=strict, cause=exc)
         return
+    problems = implementation_errors(pm, plugin)
+    if problems:
+        discard(pm, origin.name)
+        fail(pm, origin, "validate", "; ".join(problems), strict=strict)
+        return
+    unmarked = unmarked_hook_functions(pm, plugin)
+    if unmarked and strict:
+        discard(pm, origin.name)
+        fail(pm, origin, "validate", unmarked_text(unmarked), strict=strict)
+        return
     pm.origins[origin.name] = origin
+    if unmarked:
+        log.warning("stm plugin %s: %s", origin.describe(), unmarked_text(unmarked))
+        pm.plugin_warnings[origin.name] = [unmarked_text(unmarked)]
 
 
 def discard(pm: StmPluginManager, name: str) -> None:

@@ -9,8 +9,9 @@ command) calls :func:`create_plugin_manager`. The order is fixed:
 4. plugins the host passes in code, which are called first (pluggy calls the
    most recently registered implementation first).
 
-Plugins registered in code, and the built-ins, must be valid: an unknown hook
-or a bad hook signature raises :class:`~stm_core.errors.PluginError`. Entry-point
+Plugins registered in code, and the built-ins, must be valid: an unknown hook,
+a bad hook signature or an ``async def`` implementation raises
+:class:`~stm_core.errors.PluginError` (see :mod:`stm_core.hookimpl_checks`). Entry-point
 plugins that are invalid are unregistered and recorded as failed instead,
 unless strict mode is on.
 """
@@ -21,13 +22,19 @@ import difflib
 import importlib
 import importlib.metadata
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from types import ModuleType
 
 import pluggy
 
 from hookspecs import PROJECT_NAME, SPEC_CLASSES
-from stm_core.errors import PluginError
+from stm_core.errors import PluginError, PluginWarning
+from stm_core.hookimpl_checks import (
+    implementation_errors,
+    unmarked_hook_functions,
+    unmarked_text,
+)
 from stm_core.plugin_loader import (
     ENTRY_POINT_GROUP,
     TRACE_ENV,
@@ -68,7 +75,9 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "stm_plugins.default_permissions",
 )
 
-STM_DISTRIBUTION = "stm"
+#: The distribution stm is published as (``stm`` on the package index is another
+#: project); the import names stay ``stm_core``, ``stm_plugins`` and ``hookspecs``.
+STM_DISTRIBUTION = "stm-core"
 
 
 class StmPluginManager(pluggy.PluginManager):
@@ -89,6 +98,9 @@ class StmPluginManager(pluggy.PluginManager):
         self.load_failures: list[PluginFailure] = []
         #: Entry points (and built-ins) left out on purpose.
         self.skipped: list[SkippedPlugin] = []
+        #: Loaded plugins with parts that will never run, by name (see
+        #: :mod:`stm_core.hookimpl_checks`).
+        self.plugin_warnings: dict[str, list[str]] = {}
         self.policy = LoadPolicy()
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
@@ -101,6 +113,7 @@ class StmPluginManager(pluggy.PluginManager):
         result = super().unregister(plugin, name)
         if registered_name is not None:
             self.origins.pop(registered_name, None)
+            self.plugin_warnings.pop(registered_name, None)
         self.generation += 1
         return result
 
@@ -185,6 +198,17 @@ def register_host_plugin(pm: StmPluginManager, plugin: object, name: str | None 
     if unknown:
         pm.unregister(name=registered)
         raise PluginError(f"plugin {registered!r} is invalid: {unknown_hooks_text(unknown)}")
+    problems = implementation_errors(pm, plugin)
+    unmarked = unmarked_hook_functions(pm, plugin)
+    if problems or (unmarked and pm.policy.strict):
+        pm.unregister(name=registered)
+        reasons = [*problems, *([unmarked_text(unmarked)] if unmarked else [])]
+        raise PluginError(f"plugin {registered!r} is invalid: {'; '.join(reasons)}")
+    if unmarked:
+        # Host code hears of it as a warning (an error under -W error or strict mode).
+        warnings.warn(f"plugin {registered!r}: {unmarked_text(unmarked)}", PluginWarning,
+                      stacklevel=2)
+        pm.plugin_warnings[registered] = [unmarked_text(unmarked)]
     version = stm_version() if kind == "builtin" else None
     pm.origins[registered] = PluginOrigin(
         name=registered, kind=kind, version=version,

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
+from stm_core.errors import ConfigurationError
 from stm_core.settings import (
+    DEFAULT_CACHE_POLICY,
     DEFAULT_CONTENT_DEPTH,
     DEFAULT_NUDGE_DEPTH,
     DEFAULT_REFRESH_CADENCE,
@@ -66,6 +68,12 @@ class ServerProfile:
     stm_enabled: bool
     private_channel_ids: frozenset[str]
     privacy_bypass: bool
+    #: ``"freshness"`` or ``"stable"`` (see :mod:`stm_core.pipeline.cache_policy`).
+    cache_policy: str = DEFAULT_CACHE_POLICY
+
+    @property
+    def stable(self) -> bool:
+        return self.cache_policy == "stable"
 
 
 @attrs.frozen(kw_only=True)
@@ -84,13 +92,23 @@ SUMMARY_FIELD_DESCRIPTION = (
 )
 
 
+def check_default_render_mode(hooks: Hooks, env: Settings) -> None:
+    """A process-wide default that no plugin registers is a configuration
+    error when the store opens, not a warning on every server's first turn."""
+    modes = hooks.render_modes()
+    if env.default_render_mode is not None and env.default_render_mode not in modes:
+        raise ConfigurationError(
+            f"STM_DEFAULT_RENDER_MODE is {env.default_render_mode!r}, which no plugin "
+            f"registers; registered render modes: {', '.join(sorted(modes))}")
+
+
 def build_profile(settings: ServerSettings | None, hooks: Hooks,
                   env: Settings) -> ServerProfile:
     s = settings or ServerSettings(server_id="")
     categories = s.categories or (DEFAULT_CATEGORY,)
     slug_map = build_slug_map([c.label for c in categories])
     modes = hooks.render_modes()
-    key = s.render_mode or DEFAULT_RENDER_MODE
+    key = s.render_mode or env.render_mode
     if key not in modes:
         log.warning("server %s uses render mode %r, which no plugin registers; using %r",
                     s.server_id, key, DEFAULT_RENDER_MODE)
@@ -111,6 +129,7 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
         stm_enabled=s.stm_enabled is not False,
         private_channel_ids=s.private_channel_ids,
         privacy_bypass=s.privacy_bypass,
+        cache_policy=s.cache_policy or DEFAULT_CACHE_POLICY,
     )
 
 

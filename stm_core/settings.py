@@ -19,6 +19,7 @@ STM_FRESH_INJECTION_DEPTH                       2       ceiling depth of a fresh
 STM_DATABASE_URL                                (none)  database URL for the ``stm`` command
 STM_CACHE_MAX_SERVERS                           2000    servers kept in the cache (LRU)
 STM_CACHE_MAX_USERS                             5000    users kept in the cache (LRU)
+STM_CACHE_MAX_ROWS_PER_VIEW                     1000    newest rows (and absent keys) per view
 STM_JANITOR_INTERVAL_HOURS                      24      time between janitor runs
 STM_JANITOR_BATCH_SIZE                          1000    most rows deleted per janitor batch
 STM_JANITOR_BATCH_BUDGET_MS                     3       batches shrink to stay under this long
@@ -28,12 +29,16 @@ STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce wri
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
+STM_DEFAULT_RENDER_MODE                         (none)  render mode of servers that chose none
+
+STM_MEMORY_HISTORY_REVISIONS                    10      earlier revisions kept per memory (0-100)
 =============================================== ======= =====================================
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -46,6 +51,8 @@ HOUR_MS = 3_600_000
 DEFAULT_LISTENING_MAX_AGE_MS = 300_000
 MINUTE_MS = 60_000
 DAY_MS = 86_400_000
+#: What a render mode key may look like (the plugins decide which exist).
+RENDER_MODE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 
 def _positive(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
@@ -73,6 +80,8 @@ class Settings:
     database_url: str | None = None
     cache_max_servers: int = attrs.field(default=2000, validator=_positive)
     cache_max_users: int = attrs.field(default=5000, validator=_positive)
+    #: Rows (the newest) and known-absent keys kept per cached server or user view.
+    cache_max_rows_per_view: int = attrs.field(default=1000, validator=_positive)
     janitor_interval_hours: float = 24.0
     janitor_batch_size: int = attrs.field(default=1000, validator=_positive)
     janitor_pause_ms: int = attrs.field(default=20, validator=_non_negative)
@@ -86,6 +95,27 @@ class Settings:
     cache_max_age_seconds: float | None = attrs.field(default=None)
     listener_check_seconds: float = attrs.field(default=5.0)
     db_timeout_seconds: float = attrs.field(default=10.0)
+    #: Render mode of servers that set none (``None``: ``crude_summary``). Any
+    #: registered mode's key; checked against the plugins when a store opens.
+    default_render_mode: str | None = attrs.field(default=None)
+
+    @default_render_mode.validator
+    def _check_render_mode(self, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None and (not isinstance(value, str)
+                                  or not RENDER_MODE_KEY.fullmatch(value)):
+            raise ConfigurationError(
+                f"STM_DEFAULT_RENDER_MODE must be a render mode key (letters, digits, '_', "
+                f"'-' or '.'), got {value!r}")
+
+    #: Earlier summary/category revisions kept per memory row for undo (0: none).
+    memory_history_revisions: int = attrs.field(default=10)
+
+    @memory_history_revisions.validator
+    def _check_history(self, attribute: attrs.Attribute[Any], value: int) -> None:
+        low, high = MEMORY_HISTORY_RANGE
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigurationError(f"STM_MEMORY_HISTORY_REVISIONS must be a whole number "
+                                     f"from {low} to {high}, got {value!r}")
 
     @cache_max_age_seconds.validator
     def _check_max_age(self, attribute: attrs.Attribute[Any], value: float | None) -> None:
@@ -104,6 +134,11 @@ class Settings:
         if value.upper() not in {"NORMAL", "FULL"}:
             raise ConfigurationError(
                 f"STM_SQLITE_SYNCHRONOUS must be NORMAL or FULL, got {value!r}")
+
+    @property
+    def render_mode(self) -> str:
+        """The render mode of servers that chose none."""
+        return self.default_render_mode or DEFAULT_RENDER_MODE
 
     @property
     def crude_ttl_ms(self) -> int:
@@ -185,6 +220,7 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_DATABASE_URL": ("database_url", _str),
     "STM_CACHE_MAX_SERVERS": ("cache_max_servers", int),
     "STM_CACHE_MAX_USERS": ("cache_max_users", int),
+    "STM_CACHE_MAX_ROWS_PER_VIEW": ("cache_max_rows_per_view", int),
     "STM_JANITOR_INTERVAL_HOURS": ("janitor_interval_hours", float),
     "STM_JANITOR_BATCH_SIZE": ("janitor_batch_size", int),
     "STM_JANITOR_PAUSE_MS": ("janitor_pause_ms", int),
@@ -194,6 +230,9 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_CACHE_MAX_AGE_SECONDS": ("cache_max_age_seconds", float),
     "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
     "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
+    "STM_DEFAULT_RENDER_MODE": ("default_render_mode", _str),
+
+    "STM_MEMORY_HISTORY_REVISIONS": ("memory_history_revisions", int),
 }
 
 #: Ranges of the per-server parameters (admin API, CLI, import all enforce them).
@@ -201,6 +240,10 @@ REFRESH_CADENCE_RANGE = (1, 100)
 NUDGE_DEPTH_RANGE = (0, 20)
 CONTENT_DEPTH_RANGE = (-1, 20)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
+MEMORY_HISTORY_RANGE = (0, 100)
+#: Per-server prompt-cache policies (docs/concepts.md, "Prompt caches").
+CACHE_POLICIES = ("freshness", "stable")
+DEFAULT_CACHE_POLICY = "freshness"
 DEFAULT_REFRESH_CADENCE = 5
 DEFAULT_RENDER_MODE = "crude_summary"
 DEFAULT_NUDGE_DEPTH = 2

@@ -46,8 +46,9 @@ from stm_core.models import (
     Turn,
 )
 from stm_core.plugins import StmPluginManager, create_plugin_manager
-from stm_core.profile import ProfileCache, ServerProfile
+from stm_core.profile import ProfileCache, ServerProfile, check_default_render_mode
 from stm_core.settings import Settings
+from stm_core.storage.factory import adapter_for_url
 from stm_core.storage.protocol import StorageAdapter
 from stm_core.storage.records import (
     CaptureWrite,
@@ -78,7 +79,8 @@ class Stm:
         self.settings = settings or Settings()
         self.clock: Clock = clock or SystemClock()
         self.cache = MemoryCache(max_servers=self.settings.cache_max_servers,
-                                 max_users=self.settings.cache_max_users)
+                                 max_users=self.settings.cache_max_users,
+                                 max_rows_per_view=self.settings.cache_max_rows_per_view)
         self.profiles = ProfileCache(self.hooks, self.settings)
         self.schema_status: SchemaStatus | None = None
         # Turns whose tool call already succeeded (the once-per-turn rule).
@@ -247,7 +249,7 @@ class Stm:
             try:
                 since = self.clock.now_ms() - self.settings.longest_ttl_ms
                 rows = await self.adapter.load_server_memories(server_id, updated_since_ms=since)
-                view = MemoryView(records={r.key: r for r in rows})
+                view = self.cache.new_view(rows)
             finally:
                 self.cache.end_load("server", server_id, view)
             if self.cache.epoch == epoch:
@@ -271,7 +273,7 @@ class Stm:
                 since = self.clock.now_ms() - self.settings.longest_ttl_ms
                 prefs = await self.adapter.load_user_prefs(user_id)
                 rows = await self.adapter.load_user_memories(user_id, updated_since_ms=since)
-                memories = MemoryView(records={r.key: r for r in rows})
+                memories = self.cache.new_view(rows)
             finally:
                 self.cache.end_load("user", user_id, memories)
             view = UserView(prefs=prefs, memories=memories)
@@ -369,9 +371,8 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
             "(e.g. sqlite+aiosqlite:///stm.db)")
     pm = plugin_manager or create_plugin_manager(load_entrypoints=load_entrypoints,
                                                  plugins=plugins)
-    hooks = Hooks(pm)
-    spec = hooks.storage_adapter_for(url)
-    adapter = spec.factory(url, settings)
+    check_default_render_mode(Hooks(pm), settings)
+    adapter = adapter_for_url(url, settings, plugin_manager=pm)
     stm = Stm(adapter, pm=pm, settings=settings, clock=clock)
     try:
         await stm.setup()

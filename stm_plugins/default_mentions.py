@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterable
+from operator import countOf
 
 from hookspecs import hookimpl
 from stm_core.models import Turn
@@ -26,19 +27,10 @@ _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/[\w@]+/(\d
 _MENTION = re.compile(r"<(@!?|#|@&)(\d+)>")
 _IDENTITY = re.compile(r"\{\{?(bot|char|user|user_formatted|user_term)\}?\}", re.IGNORECASE)
 
-# Channel names shared by several channels, per turn (computed once per turn).
-_CLASHES: weakref.WeakKeyDictionary[Turn, frozenset[str]] = weakref.WeakKeyDictionary()
-
-
-def _clashing_names(turn: Turn) -> frozenset[str]:
-    clashes = _CLASHES.get(turn)
-    if clashes is None:
-        seen: set[str] = set()
-        repeated: set[str] = set()
-        for name in turn.channel_names.values():
-            (repeated if name in seen else seen).add(name)
-        clashes = _CLASHES[turn] = frozenset(repeated)
-    return clashes
+# What each mention token became, per turn: a token is converted once however
+# often the turn's texts repeat it, and a channel name is checked for clashes
+# only for the channels actually mentioned, however many the turn names.
+_CONVERTED: weakref.WeakKeyDictionary[Turn, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 def channel_label(channel_id: str, turn: Turn) -> str | None:
@@ -46,7 +38,8 @@ def channel_label(channel_id: str, turn: Turn) -> str | None:
     if name is None:
         return None
     kind = "thread" if channel_id in turn.thread_ids else "channel"
-    suffix = f" (ID: {channel_id})" if name in _clashing_names(turn) else ""
+    clash = countOf(turn.channel_names.values(), name) > 1
+    suffix = f" (ID: {channel_id})" if clash else ""
     return f"the {kind} named `{name}`{suffix}"
 
 
@@ -64,7 +57,17 @@ def convert_mentions(text: str, turn: Turn) -> str:
     if "<" in text or "discord" in text:
         if "discord" in text:
             text = _LINK.sub(lambda m: f"<#{m.group(1)}>", text)
-        text = _MENTION.sub(lambda m: _mention(m, turn), text)
+        converted = _CONVERTED.get(turn)
+        if converted is None:
+            converted = _CONVERTED[turn] = {}
+
+        def mention(m: re.Match[str]) -> str:
+            token = m.group(0)
+            out = converted.get(token)
+            if out is None:
+                out = converted[token] = _mention(m, turn)
+            return out
+        text = _MENTION.sub(mention, text)
     if "{" in text:
         def identity(m: re.Match[str]) -> str:
             token = m.group(0)

@@ -7,7 +7,7 @@ nothing survives the process.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -21,14 +21,15 @@ from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
     SchemaStatus,
     ServerSettings,
     UserPrefs,
 )
-from stm_core.storage.validation import check_setting_names, require_filter
+from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def matches(record: MemoryRecord, flt: MemoryFilter) -> bool:
@@ -51,6 +52,8 @@ class MemoryAdapter:
         self._memories: dict[MemoryKey, MemoryRecord] = {}
         self._settings: dict[str, ServerSettings] = {}
         self._prefs: dict[str, UserPrefs] = {}
+        #: Newest first; a row's list goes whenever the row goes (see _drop).
+        self._revisions: dict[MemoryKey, list[MemoryRevision]] = {}
         self._set_up = False
 
     async def setup(self) -> SchemaStatus:
@@ -118,9 +121,31 @@ class MemoryAdapter:
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
         async with self._lock:
             staged = dict(self._memories)
-            out = [self._write_one(staged, w) for w in writes]
+            history = dict(self._revisions)
+            out = []
+            for w in writes:
+                new = self._write_one(staged, w)
+                if w.revision is not None:
+                    note = w.revision
+                    kept = [MemoryRevision(
+                        key=w.key, rev=new.rev, summary=new.summary,
+                        categories=dict(new.categories), author=note.author, actor=note.actor,
+                        restored_from=note.restored_from, written_at_ms=w.now_ms),
+                        *history.get(w.key, ())]
+                    history[w.key] = kept[:note.keep]
+                out.append(new)
             self._memories = staged
+            self._revisions = history
             return out
+
+    async def list_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
+        return list(self._revisions.get(key, ()))
+
+    def _drop(self, keys: Iterable[MemoryKey]) -> None:
+        """Delete rows and their revisions (call with the lock held)."""
+        for k in keys:
+            del self._memories[k]
+            self._revisions.pop(k, None)
 
     @staticmethod
     def _write_one(rows: dict[MemoryKey, MemoryRecord], w: MemoryWrite) -> MemoryRecord:
@@ -159,13 +184,41 @@ class MemoryAdapter:
             new = attrs.evolve(old, categories=tuple(sorted(categories, key=lambda c: c.position)),
                                updated_at_ms=now_ms)
             self._settings[server_id] = new
-            removed: list[MemoryKey] = []
-            if clear_server_memories:
-                removed = [k for k in self._memories
-                           if k.scope_kind == "server" and k.server_id == server_id]
-                for k in removed:
-                    del self._memories[k]
+            removed = self._drop_server_rows(server_id) if clear_server_memories else []
             return new, removed
+
+    async def change_private_channels(self, server_id: str, *,
+                                      add: Collection[str] = frozenset(),
+                                      remove: Collection[str] = frozenset(),
+                                      now_ms: int) -> ServerSettings:
+        added, removed = channel_id_set("add", add), channel_id_set("remove", remove)
+        async with self._lock:
+            old = self._settings.get(server_id) or ServerSettings(server_id=server_id)
+            new = attrs.evolve(old, updated_at_ms=now_ms,
+                               private_channel_ids=(old.private_channel_ids | added) - removed)
+            self._settings[server_id] = new
+            return new
+
+    async def replace_server_config(self, server_id: str, changes: Mapping[str, object],
+                                    categories: Sequence[CategoryRecord], *,
+                                    now_ms: int) -> tuple[ServerSettings, list[MemoryKey]]:
+        check_setting_names(changes)
+        ordered = tuple(sorted(categories, key=lambda c: c.position))
+        async with self._lock:
+            old = self._settings.get(server_id) or ServerSettings(server_id=server_id)
+            new = attrs.evolve(old, categories=ordered, updated_at_ms=now_ms,
+                               **changes)  # type: ignore[arg-type]
+            removed: list[MemoryKey] = []
+            if old.categories != ordered:
+                removed = self._drop_server_rows(server_id)
+            self._settings[server_id] = new
+            return new, removed
+
+    def _drop_server_rows(self, server_id: str) -> list[MemoryKey]:
+        removed = [k for k in self._memories
+                   if k.scope_kind == "server" and k.server_id == server_id]
+        self._drop(removed)
+        return removed
 
     async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
                              now_ms: int) -> UserPrefs:
@@ -177,15 +230,13 @@ class MemoryAdapter:
         require_filter(flt)
         async with self._lock:
             removed = [k for k, r in self._memories.items() if matches(r, flt)]
-            for k in removed:
-                del self._memories[k]
+            self._drop(removed)
             return removed
 
     async def purge_older_than(self, cutoff_ms: int, *, batch_size: int) -> int:
         async with self._lock:
             old = [k for k, r in self._memories.items() if r.updated_at_ms < cutoff_ms]
-            for k in old[:batch_size]:
-                del self._memories[k]
+            self._drop(old[:batch_size])
             return min(len(old), batch_size)
 
     async def count_memories(self) -> int:

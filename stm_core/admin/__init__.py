@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from stm_core.admin.api import Admin
 from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
+from stm_core.admin.history import MemoryHistoryView, MemoryRestore, RevisionInfo
 from stm_core.admin.params import PARAM_NAMES, param_label
 from stm_core.admin.values import (
     Capability,
@@ -33,11 +34,14 @@ __all__ = [
     "CategoryInfo",
     "ClearResult",
     "MemoryEdit",
+    "MemoryHistoryView",
+    "MemoryRestore",
     "MemorySection",
     "MemorySnapshot",
     "PersonaMemory",
     "PrivacySettings",
     "PromptText",
+    "RevisionInfo",
     "ServerCategories",
     "ServerParams",
     "ServerPrompts",

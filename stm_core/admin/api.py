@@ -21,12 +21,25 @@ Rules every method keeps:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from stm_core.admin import config_io
 from stm_core.admin.categories import category_infos, check_categories, parse_category_lines
+from stm_core.admin.history import (
+    MemoryHistoryView,
+    MemoryRestore,
+    find_revision,
+    history_of,
+    history_view,
+    restore_write,
+    revision_note,
+    undo_target,
+)
 from stm_core.admin.ids import check_id, check_ids, check_optional_id
 from stm_core.admin.memory import build_categories, clean_value, live_key, snapshot
 from stm_core.admin.params import PARAM_NAMES, effective_params, validate_params
@@ -46,12 +59,14 @@ from stm_core.admin.values import (
 from stm_core.errors import PermissionDenied, ValidationError
 from stm_core.plugin_types import Actor, AdminAction
 from stm_core.profile import DEFAULT_CATEGORY, build_profile, detect_mode
+from stm_core.storage.protocol import AtomicServerEdits
 from stm_core.storage.records import (
     DM_SERVER,
     CategoryRecord,
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
     ServerSettings,
 )
@@ -67,6 +82,8 @@ class Admin:
 
     def __init__(self, stm: Stm) -> None:
         self._stm = stm
+        #: Serialises read-modify-write edits on adapters without AtomicServerEdits.
+        self._edit_lock = asyncio.Lock()
 
     # -- plumbing ----------------------------------------------------------------
     def _check(self, actor: Actor | None, name: str, *, writes: bool, scope: str,
@@ -90,15 +107,43 @@ class Admin:
         return stored
 
     async def _update(self, server_id: str, changes: Mapping[str, object]) -> ServerSettings:
+        write = self._stm.adapter.update_server_settings(server_id, changes,
+                                                         now_ms=self._stm.clock.now_ms())
+        return await self._settings_written(server_id, sorted(changes), write)
+
+    async def _settings_written(self, server_id: str, names: Iterable[str],
+                                write: Awaitable[ServerSettings]) -> ServerSettings:
+        """Await a settings write and mirror what it committed into the cache."""
         try:
-            stored = await self._stm.adapter.update_server_settings(
-                server_id, changes, now_ms=self._stm.clock.now_ms())
+            stored = await write
         except BaseException:
             self._stm.cache.drop_settings(server_id)
             raise
         self._stm.cache.put_settings(stored)
-        log.info("server %s settings changed: %s", server_id, ", ".join(sorted(changes)))
+        log.info("server %s settings changed: %s", server_id, ", ".join(names))
         return stored
+
+    async def _change_private(self, server_id: str, *, add: frozenset[str] = frozenset(),
+                              remove: frozenset[str] = frozenset()) -> ServerSettings:
+        """Add or remove private channels as one step at the database, so
+        concurrent edits (from any process) never lose one another."""
+        adapter = self._stm.adapter
+        if isinstance(adapter, AtomicServerEdits):
+            return await self._settings_written(
+                server_id, ["private_channel_ids"], adapter.change_private_channels(
+                    server_id, add=add, remove=remove, now_ms=self._stm.clock.now_ms()))
+        async with self._edit_lock:  # see _serialised
+            current = await adapter.load_server_settings(server_id)
+            return await self._update(server_id, {
+                "private_channel_ids": (current.private_channel_ids | add) - remove})
+
+    def _serialised(self) -> AbstractAsyncContextManager[object]:
+        """On an adapter without AtomicServerEdits, edits that read and then
+        write the private-channel list or the categories take the store's lock:
+        atomic within this process only. Nothing to take otherwise."""
+        if isinstance(self._stm.adapter, AtomicServerEdits):
+            return contextlib.nullcontext()
+        return self._edit_lock
 
     def _params(self, stored: ServerSettings) -> ServerParams:
         return effective_params(stored, self._stm.settings)
@@ -116,12 +161,14 @@ class Admin:
                                 crude_message_count: int | None = None,
                                 nudge_injection_depth: int | None = None,
                                 content_injection_depth: int | None = None,
+                                cache_policy: str | None = None,
                                 actor: Actor | None = None) -> ServerParams:
         """Store the given parameters (``None`` leaves one unchanged).
 
         Ranges: ``refresh_cadence`` 1-100; ``render_mode`` a registered key;
         ``crude_message_count`` 1-``max_messages_per_channel``;
-        ``nudge_injection_depth`` 0-20; ``content_injection_depth`` -1-20.
+        ``nudge_injection_depth`` 0-20; ``content_injection_depth`` -1-20;
+        ``cache_policy`` ``"freshness"`` or ``"stable"``.
         With nothing given it writes nothing and returns the current values.
         """
         self._check(actor, "set_server_params", writes=True, scope="server", server_id=server_id)
@@ -129,7 +176,8 @@ class Admin:
         given = {"refresh_cadence": refresh_cadence, "render_mode": render_mode,
                  "crude_message_count": crude_message_count,
                  "nudge_injection_depth": nudge_injection_depth,
-                 "content_injection_depth": content_injection_depth}
+                 "content_injection_depth": content_injection_depth,
+                 "cache_policy": cache_policy}
         changes = validate_params({k: v for k, v in given.items() if v is not None},
                                   settings=self._stm.settings,
                                   render_modes=self._stm.hooks.render_modes())
@@ -240,10 +288,20 @@ class Admin:
 
     async def _replace_categories(self, server_id: str,
                                   records: tuple[CategoryRecord, ...]) -> ServerCategories:
-        try:
-            stored, removed = await self._stm.adapter.replace_categories(
+        stored, removed = await self._categories_written(
+            server_id, len(records), self._stm.adapter.replace_categories(
                 server_id, records, now_ms=self._stm.clock.now_ms(),
-                clear_server_memories=True)
+                clear_server_memories=True))
+        return self._categories(stored, cleared=len(removed))
+
+    async def _categories_written(
+            self, server_id: str, count: int,
+            write: Awaitable[tuple[ServerSettings, list[MemoryKey]]],
+    ) -> tuple[ServerSettings, list[MemoryKey]]:
+        """Await a write that replaced the categories (and maybe cleared the
+        server's memories) and mirror what it committed into the cache."""
+        try:
+            stored, removed = await write
         except BaseException:
             self._stm.cache.drop_settings(server_id)
             self._stm.cache.drop_scopes([MemoryKey.server(server_id, "", None)])
@@ -251,8 +309,8 @@ class Admin:
         self._stm.cache.put_settings(stored)
         self._stm.cache.forget(removed)
         log.info("server %s categories replaced (%d); %d server memories cleared",
-                 server_id, len(records), len(removed))
-        return self._categories(stored, cleared=len(removed))
+                 server_id, count, len(removed))
+        return stored, removed
 
     # -- capability switch ---------------------------------------------------------
     @staticmethod
@@ -295,7 +353,8 @@ class Admin:
         self._check(actor, "set_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
-        return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
+        async with self._serialised():  # not between another edit's read and write
+            return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
 
     async def add_private_channels(self, server_id: str, *,
                                    channel_ids: Iterable[str],
@@ -303,9 +362,7 @@ class Admin:
         self._check(actor, "add_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
-        current = await self._stm.adapter.load_server_settings(server_id)
-        return self._privacy(await self._update(
-            server_id, {"private_channel_ids": current.private_channel_ids | ids}))
+        return self._privacy(await self._change_private(server_id, add=ids))
 
     async def remove_private_channels(self, server_id: str, *,
                                       channel_ids: Iterable[str],
@@ -314,9 +371,7 @@ class Admin:
                     server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
-        current = await self._stm.adapter.load_server_settings(server_id)
-        return self._privacy(await self._update(
-            server_id, {"private_channel_ids": current.private_channel_ids - ids}))
+        return self._privacy(await self._change_private(server_id, remove=ids))
 
     async def set_privacy_bypass(self, server_id: str, *, bypass: bool,
                                  actor: Actor | None = None) -> PrivacySettings:
@@ -465,13 +520,70 @@ class Admin:
             keys.append(MemoryKey.user(user_id, channel_id, persona_id, server_id))
         settings = self._stm.settings
         now = self._stm.clock.now_ms()
+        note = revision_note(settings, "admin", actor=actor.user_id if actor else None)
         writes = [MemoryWrite(key=k, now_ms=now, crude_ttl_ms=settings.crude_ttl_ms,
-                              summary_ttl_ms=settings.summary_ttl_ms, **changes)
+                              summary_ttl_ms=settings.summary_ttl_ms, revision=note, **changes)
                   for k in keys]
         records = await self._stm.write_memory(writes)
         log.info("memory of %s edited (%s)", key, "cleared" if cleared else "written")
         return MemoryEdit(snapshot=self._snapshot(key, records[0], stored), keys=tuple(keys),
                           truncated=truncated, cleared=cleared)
+
+    # -- summary history (undo) ------------------------------------------------------------
+    async def _revisions(self, key: MemoryKey) -> tuple[MemoryRecord | None,
+                                                        list[MemoryRevision]]:
+        history = history_of(self._stm.adapter)
+        return await self._stm.adapter.get_memory(key), await history.list_revisions(key)
+
+    async def memory_history(self, *, channel_id: str, persona_id: str | None = None,
+                             server_id: str | None = None, user_id: str | None = None,
+                             actor: Actor | None = None) -> MemoryHistoryView:
+        """The live memory's kept revisions, newest first, each with a diff
+        against the current content (see :mod:`stm_core.admin.history`)."""
+        self._check(actor, "memory_history", writes=False, scope=_memory_scope(server_id),
+                    server_id=server_id, channel_id=channel_id, user_id=user_id)
+        key = self._key(channel_id, persona_id, server_id, user_id)
+        record, revisions = await self._revisions(key)
+        return history_view(key, record, revisions,
+                            limit=self._stm.settings.memory_history_revisions)
+
+    async def undo_memory(self, *, channel_id: str, persona_id: str | None = None,
+                          server_id: str | None = None, user_id: str | None = None,
+                          actor: Actor | None = None) -> MemoryRestore:
+        """Restore the newest kept revision that differs from the current memory.
+        Permission-checked like :meth:`edit_memory`; the restore is a new revision."""
+        return await self._restore("undo_memory", None, channel_id=channel_id,
+                                   persona_id=persona_id, server_id=server_id,
+                                   user_id=user_id, actor=actor)
+
+    async def restore_memory(self, *, channel_id: str, rev: int,
+                             persona_id: str | None = None, server_id: str | None = None,
+                             user_id: str | None = None,
+                             actor: Actor | None = None) -> MemoryRestore:
+        """Write kept revision ``rev`` back as a new revision (see :meth:`undo_memory`)."""
+        if isinstance(rev, bool) or not isinstance(rev, int):
+            raise ValidationError(f"rev must be a revision number, got {rev!r}", field="rev",
+                                  allowed="a number from memory_history")
+        return await self._restore("restore_memory", rev, channel_id=channel_id,
+                                   persona_id=persona_id, server_id=server_id,
+                                   user_id=user_id, actor=actor)
+
+    async def _restore(self, name: str, rev: int | None, *, channel_id: str,
+                       persona_id: str | None, server_id: str | None, user_id: str | None,
+                       actor: Actor | None) -> MemoryRestore:
+        self._check(actor, name, writes=True, scope=_memory_scope(server_id),
+                    server_id=server_id, channel_id=channel_id, user_id=user_id)
+        key = self._key(channel_id, persona_id, server_id, user_id)
+        record, revisions = await self._revisions(key)
+        target = (undo_target(record, revisions) if rev is None
+                  else find_revision(revisions, rev))
+        stored = await self._load(server_id) if server_id is not None else None
+        [written] = await self._stm.write_memory([restore_write(
+            target, now_ms=self._stm.clock.now_ms(), settings=self._stm.settings,
+            actor=actor.user_id if actor else None)])
+        log.info("memory of %s restored to revision %s", key, target.rev)
+        return MemoryRestore(snapshot=self._snapshot(key, written, stored),
+                             restored_from=target.rev, rev=written.rev)
 
     # -- clearing -------------------------------------------------------------------------
     async def _delete(self, flt: MemoryFilter) -> ClearResult:
@@ -511,7 +623,9 @@ class Admin:
         """Validate a document from :meth:`export_config` completely, then apply
         it to ``server_id``; returns the configuration now stored.
 
-        Server memories are cleared only when the categories change.
+        The whole document is written in one transaction (all of it or none
+        of it); server memories are cleared in it only when the categories
+        it finds stored differ from the document's.
         """
         self._check(actor, "import_config", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
@@ -532,10 +646,18 @@ class Admin:
         categories = check_categories(
             ((f"categories[{i}]", c.label, c.description) for i, c in enumerate(doc.categories)),
             max_categories=self._stm.settings.max_categories)
-        current = await self._stm.adapter.load_server_settings(server_id)
-        await self._update(server_id, changes)
-        if categories != current.categories:
-            await self._replace_categories(server_id, categories)
+        adapter = self._stm.adapter
+        if isinstance(adapter, AtomicServerEdits):
+            await self._categories_written(server_id, len(categories),
+                                           adapter.replace_server_config(
+                                               server_id, changes, categories,
+                                               now_ms=self._stm.clock.now_ms()))
+        else:  # an adapter without the capability: two transactions
+            async with self._edit_lock:
+                current = await adapter.load_server_settings(server_id)
+                await self._update(server_id, changes)
+                if categories != current.categories:
+                    await self._replace_categories(server_id, categories)
         return await self.export_config(server_id)
 
 

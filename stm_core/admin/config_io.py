@@ -31,6 +31,7 @@ class ParamsDoc:
     crude_message_count: int | None = None
     nudge_injection_depth: int | None = None
     content_injection_depth: int | None = None
+    cache_policy: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -97,6 +98,7 @@ def export_document(stored: ServerSettings) -> dict[str, Any]:
             crude_message_count=stored.crude_message_count,
             nudge_injection_depth=stored.nudge_injection_depth,
             content_injection_depth=stored.content_injection_depth,
+            cache_policy=stored.cache_policy,
         ),
         prompts=PromptsDoc(tool_description=stored.tool_description_override,
                            nudge=stored.update_nudge_override),

@@ -11,11 +11,12 @@ from collections.abc import Collection, Mapping
 from stm_core.admin.values import ServerParams
 from stm_core.errors import ValidationError
 from stm_core.settings import (
+    CACHE_POLICIES,
     CONTENT_DEPTH_RANGE,
+    DEFAULT_CACHE_POLICY,
     DEFAULT_CONTENT_DEPTH,
     DEFAULT_NUDGE_DEPTH,
     DEFAULT_REFRESH_CADENCE,
-    DEFAULT_RENDER_MODE,
     NUDGE_DEPTH_RANGE,
     REFRESH_CADENCE_RANGE,
     Settings,
@@ -29,7 +30,10 @@ PARAM_NAMES: tuple[str, ...] = (
     "crude_message_count",
     "nudge_injection_depth",
     "content_injection_depth",
+    "cache_policy",
 )
+#: Parameters whose value is one of a fixed set of names.
+CHOICES: dict[str, tuple[str, ...]] = {"cache_policy": CACHE_POLICIES}
 
 
 def int_ranges(settings: Settings) -> dict[str, tuple[int, int]]:
@@ -55,6 +59,12 @@ def validate_params(changes: Mapping[str, object], *, settings: Settings,
                 raise ValidationError(f"render_mode must be one of {allowed}, got {value!r}",
                                       field=name, allowed=allowed)
             checked[name] = value
+        elif name in CHOICES:
+            allowed = ", ".join(CHOICES[name])
+            if not isinstance(value, str) or value not in CHOICES[name]:
+                raise ValidationError(f"{name} must be one of {allowed}, got {value!r}",
+                                      field=name, allowed=allowed)
+            checked[name] = value
         elif name in ranges:
             low, high = ranges[name]
             allowed = f"an integer from {low} to {high}"
@@ -75,10 +85,11 @@ def validate_params(changes: Mapping[str, object], *, settings: Settings,
 def defaults(settings: Settings) -> dict[str, int | str]:
     return {
         "refresh_cadence": DEFAULT_REFRESH_CADENCE,
-        "render_mode": DEFAULT_RENDER_MODE,
+        "render_mode": settings.render_mode,
         "crude_message_count": settings.default_crude_message_count,
         "nudge_injection_depth": DEFAULT_NUDGE_DEPTH,
         "content_injection_depth": DEFAULT_CONTENT_DEPTH,
+        "cache_policy": DEFAULT_CACHE_POLICY,
     }
 
 
@@ -92,6 +103,9 @@ def param_label(name: str, value: int | str) -> str:
         return _depth_label(value)
     if name == "content_injection_depth":
         return "anchored (default)" if value == -1 else _depth_label(value)
+    if name == "cache_policy":
+        return ("prompt-cache stable" if value == "stable"
+                else "fresh ages and placement (default)")
     return str(value)
 
 
@@ -121,6 +135,7 @@ def effective_params(stored: ServerSettings, settings: Settings) -> ServerParams
         crude_message_count=int(values["crude_message_count"]),
         nudge_injection_depth=int(values["nudge_injection_depth"]),
         content_injection_depth=int(values["content_injection_depth"]),
+        cache_policy=str(values["cache_policy"]),
         defaults=frozenset(unset),
         labels={name: param_label(name, values[name]) for name in PARAM_NAMES},
     )

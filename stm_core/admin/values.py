@@ -25,6 +25,8 @@ class ServerParams:
     crude_message_count: int
     nudge_injection_depth: int
     content_injection_depth: int
+    #: ``"freshness"`` (default) or ``"stable"`` (provider prompt caches).
+    cache_policy: str = "freshness"
     defaults: frozenset[str] = frozenset()
     #: Friendly wording per parameter ("every turn", "tail", ...).
     labels: dict[str, str] = attrs.field(factory=dict)
@@ -37,6 +39,7 @@ class ServerParams:
             "crude_message_count": self.crude_message_count,
             "nudge_injection_depth": self.nudge_injection_depth,
             "content_injection_depth": self.content_injection_depth,
+            "cache_policy": self.cache_policy,
             "defaults": sorted(self.defaults),
             "labels": dict(self.labels),
         }

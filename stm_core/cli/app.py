@@ -51,7 +51,7 @@ LAZY_COMMANDS = {
               help="Database URL (sqlite+aiosqlite:///FILE, postgresql+asyncpg://..., "
                    "memory://). Default: $STM_DATABASE_URL, else a per-user SQLite file.")
 @click.option("--json", "json_output", is_flag=True, help="Print machine-readable JSON.")
-@click.version_option(package_name="stm", prog_name="stm")
+@click.version_option(package_name="stm-core", prog_name="stm")
 @click.pass_context
 def cli(ctx: click.Context, db_url: str | None, json_output: bool) -> None:
     """Operate stm: server settings, categories, prompts, memories, janitor.

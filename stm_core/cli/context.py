@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from stm_core.cli.context_changes import load_previous, prompt_changes
 from stm_core.cli.memory import resolve_where, where_options
 from stm_core.cli.output import emit, heading, plain
 from stm_core.cli.session import json_option, open_cli_store, pass_state
@@ -61,7 +62,18 @@ def context_dict(ctx: StmContext, schema: dict[str, Any] | None,
     }
 
 
+def show_changes(out: Console, changes: dict[str, Any]) -> None:
+    heading(out, "Changes since the previous turn")
+    for part in changes["parts"]:
+        style = "green" if part["status"] == "unchanged" else "yellow"
+        plain(out, f"{part['part']}: {part['status']}", style=style)
+    plain(out, f"prompt prefix reused from the previous turn: {changes['prefix_reuse']:.1%}")
+    out.print()
+
+
 def show_context(out: Console, data: dict[str, Any]) -> None:
+    if "changes" in data:
+        show_changes(out, data["changes"])
     heading(out, f"Memory items ({len(data['memory_items'])})")
     for item in data["memory_items"]:
         plain(out, f"-- {item['kind']} --", style="dim")
@@ -107,12 +119,16 @@ def show_context(out: Console, data: dict[str, Any]) -> None:
               help="The user asked for long-term memory (tool and nudge stand back).")
 @click.option("--dialogue", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A JSON list of OpenAI-style messages (default: a small sample).")
+@click.option("--previous", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="An earlier `stm --json context` output: show which parts of the prompt "
+                   "changed since then.")
 @json_option
 @pass_state
 def context(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
             channel_id: str, persona_id: str | None, lineage_id: str | None, provider: str,
             no_tools: bool, parent_channel_id: str | None, bot_name: str, user_name: str,
-            impersonation: bool, long_term_intent: bool, dialogue: Path | None) -> None:
+            impersonation: bool, long_term_intent: bool, dialogue: Path | None,
+            previous: Path | None) -> None:
     """Show the short-term memory of a turn and where it lands in the prompt.
 
     Prints the memory items, the nudge (when due), both depths, the tool
@@ -124,11 +140,13 @@ def context(state: CliState, server_id: str | None, dm: bool, user_id: str | Non
       stm context --server 1234567890 --channel 555 --user 42 --persona 7
       stm context --dm --user 42 --channel 900 --provider anthropic
       stm --json context --server 1234567890 --channel 555 --user 42 --dialogue chat.json
+      stm context --server 1234567890 --channel 555 --user 42 --previous turn1.json
     """
     server = resolve_where(server_id, dm, user_id)
     if not user_id:
         raise click.UsageError("--user ID is required (the user who triggers the turn)")
     messages = load_dialogue(dialogue)
+    earlier = load_previous(previous) if previous is not None else None
     turn = Turn(user_id=user_id, channel_id=channel_id, server_id=server,
                 parent_channel_id=parent_channel_id, persona_id=persona_id,
                 persona_lineage_id=lineage_id, bot_name=bot_name, triggerer_name=user_name,
@@ -144,4 +162,6 @@ def context(state: CliState, server_id: str | None, dm: bool, user_id: str | Non
         return context_dict(ctx, schema, inject(messages, ctx, keep_tags=True))
 
     data = run(go())
+    if earlier is not None:
+        data["changes"] = prompt_changes(earlier, data)
     emit(state, data, lambda out: show_context(out, data))

@@ -15,6 +15,7 @@ from stm_core.cli.state import CliState, run
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from stm_core.admin.history import MemoryHistoryView, MemoryRestore
     from stm_core.admin.values import ClearResult, MemoryEdit, MemorySnapshot, PersonaMemory
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -22,7 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @click.group()
 def memory() -> None:
-    """A channel's short-term memory: view, list, edit, clear."""
+    """A channel's short-term memory: view, list, edit, history, undo, clear."""
 
 
 def where_options(func: F) -> F:
@@ -205,3 +206,89 @@ def clear_channel(state: CliState, channel_id: str) -> None:
     """
     cleared = with_admin(state, lambda admin: admin.clear_channel(channel_id))
     show_cleared(state, cleared, f"channel {channel_id}")
+
+
+def memory_options(func: F) -> F:
+    """Where the memory is: ``--server``/``--dm``, ``--channel``, ``--persona``."""
+    func = click.option("--persona", "persona_id", metavar="ID",
+                        help="The persona (omit for none).")(func)
+    func = click.option("--channel", "channel_id", required=True, metavar="ID")(func)
+    return where_options(func)
+
+
+def show_history(out: Console, history: MemoryHistoryView) -> None:
+    heading(out, f"History of persona {history.key.persona_id or '(no persona)'} in channel "
+                 f"{history.key.channel_id} (last {history.limit} kept before the current)")
+    if not history.revisions:
+        plain(out, "No revisions kept.", style="italic")
+    for r in history.revisions:
+        who = r.author if r.actor is None else f"{r.author} {r.actor}"
+        extra = f", restores {r.restored_from}" if r.restored_from is not None else ""
+        plain(out, f"revision {r.rev}: {who}, {timestamp(r.written_at_ms)}{extra}"
+                   f"{' (current)' if r.is_current else ''}", style="bold")
+        for line in r.diff or ("(same as the current memory)",):
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+            plain(out, f"  {line}", style=style)
+
+
+@memory.command("history")
+@memory_options
+@json_option
+@pass_state
+def history(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
+            channel_id: str, persona_id: str | None) -> None:
+    """List the kept revisions of a memory, each with a diff against the current one.
+
+    \b
+    Examples:
+      stm memory history --server 1234567890 --channel 555 --persona 7
+      stm --json memory history --dm --user 42 --channel 900 --persona 7
+    """
+    server = resolve_where(server_id, dm, user_id)
+    result = with_admin(state, lambda admin: admin.memory_history(
+        server_id=server, channel_id=channel_id, persona_id=persona_id, user_id=user_id))
+    emit(state, result.to_dict(), lambda out: show_history(out, result))
+
+
+def show_restore(state: CliState, result: MemoryRestore) -> None:
+    def human(out: Console) -> None:
+        plain(out, f"Restored revision {result.restored_from} as revision {result.rev}.")
+        show_snapshot(out, result.snapshot)
+
+    emit(state, result.to_dict(), human)
+
+
+@memory.command("undo")
+@memory_options
+@json_option
+@pass_state
+def undo(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
+         channel_id: str, persona_id: str | None) -> None:
+    """Go back to the memory before its last rewrite (itself a new revision).
+
+    \b
+    Examples:
+      stm memory undo --server 1234567890 --channel 555 --persona 7
+    """
+    server = resolve_where(server_id, dm, user_id)
+    show_restore(state, with_admin(state, lambda admin: admin.undo_memory(
+        server_id=server, channel_id=channel_id, persona_id=persona_id, user_id=user_id)))
+
+
+@memory.command("restore")
+@click.argument("rev", type=int)
+@memory_options
+@json_option
+@pass_state
+def restore(state: CliState, rev: int, server_id: str | None, dm: bool, user_id: str | None,
+            channel_id: str, persona_id: str | None) -> None:
+    """Write revision REV (from `stm memory history`) back as the current memory.
+
+    \b
+    Examples:
+      stm memory restore 12 --server 1234567890 --channel 555 --persona 7
+    """
+    server = resolve_where(server_id, dm, user_id)
+    show_restore(state, with_admin(state, lambda admin: admin.restore_memory(
+        server_id=server, channel_id=channel_id, persona_id=persona_id, user_id=user_id,
+        rev=rev)))

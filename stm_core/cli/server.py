@@ -10,6 +10,7 @@ import click
 from stm_core.cli.output import emit, heading, note, on_off, plain, table
 from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
 from stm_core.cli.state import CliState, run
+from stm_core.settings import CACHE_POLICIES
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,11 +73,15 @@ def params_show(state: CliState, server_id: str) -> None:
               help="Dialogue turns from the bottom where the nudge goes (0-20; 0 = tail).")
 @click.option("--content-depth", "content_injection_depth", type=int,
               help="Where the memory block goes (-1-20; -1 = anchored near the top).")
+@click.option("--cache-policy", type=click.Choice(CACHE_POLICIES),
+              help="freshness (ages, block moves when fresh) or stable (keeps provider "
+                   "prompt caches warm).")
 @json_option
 @pass_state
 def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
                render_mode: str | None, crude_message_count: int | None,
-               nudge_injection_depth: int | None, content_injection_depth: int | None) -> None:
+               nudge_injection_depth: int | None, content_injection_depth: int | None,
+               cache_policy: str | None) -> None:
     """Set any of the parameters; the others keep their values.
 
     \b
@@ -84,12 +89,13 @@ def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
       stm server params set 1234567890 --cadence 3
       stm server params set 1234567890 --render-mode supersede --nudge-depth 0
       stm server params set 1234567890 --content-depth -1
+      stm server params set 1234567890 --cache-policy stable
     """
     show_params(state, with_admin(state, lambda admin: admin.set_server_params(
         server_id, refresh_cadence=refresh_cadence, render_mode=render_mode,
         crude_message_count=crude_message_count,
         nudge_injection_depth=nudge_injection_depth,
-        content_injection_depth=content_injection_depth)))
+        content_injection_depth=content_injection_depth, cache_policy=cache_policy)))
 
 
 @params.command("reset")

@@ -270,9 +270,25 @@ def render_summary(console: Console, summary: DemoSummary) -> None:
     table.add_row("NovelAI", f"{summary.novelai_turns} turns, "
                              f"{summary.novelai_turns_with_memory} with memory items, "
                              f"{summary.novelai_turns_with_tool_or_nudge} with a tool or nudge")
+    for policy, f in summary.prefix_reuse.items():
+        table.add_row(f"prompt cache ({policy})",
+                      f"{f['mean_share']:.0%} of each prompt repeats the previous turn's; "
+                      f"input cost about {f['relative_cost']:.2f}x of uncached")
+    if summary.undo is not None:
+        u = summary.undo
+        table.add_row("undo", f"a bad rewrite of {u['persona_name']}'s memory in "
+                              f"#{u['channel_name']} was undone (revision {u['restored_from']} "
+                              f"restored as revision {u['rev']})")
     table.add_row("database", Text(summary.database, style="dim"))
     console.print(Panel(table, title=Text("What stm did", style="bold"), title_align="left",
                         border_style="green" if not summary.leaks else "red"))
+    if summary.undo is not None:
+        u = summary.undo
+        scene = Group(Text("the model's rewrite:", style="bold"), _clip(str(u["bad"]), 3),
+                      Text("after stm memory undo:", style="bold"),
+                      _clip(str(u["restored"]), DEFAULT_ITEM_LINES))
+        console.print(Panel(scene, title=Text("Undo a bad rewrite", style="bold"),
+                            title_align="left"))
     for leak in summary.leaks:
         console.print(Text(f"turn {leak.turn} in {leak.channel} showed a line from "
                            f"{leak.origin_channel}: {leak.text}", style="red"))

@@ -133,6 +133,10 @@ class DemoSummary:
     novelai_turns: int
     novelai_turns_with_memory: int
     novelai_turns_with_tool_or_nudge: int
+    #: Cache policy -> turn-over-turn prompt reuse (``ReuseFigures.to_dict()``).
+    prefix_reuse: Mapping[str, Mapping[str, float | int]] = attrs.field(factory=dict)
+    #: The closing scene: a bad model rewrite undone (``UndoScene`` fields).
+    undo: Mapping[str, str | int] | None = None
 
 
 @attrs.frozen(kw_only=True)

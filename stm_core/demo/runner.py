@@ -33,9 +33,12 @@ from stm_core.demo.results import (
     TurnRecord,
 )
 from stm_core.demo.transcript import ScriptedTurn, Transcript, load_transcript
+from stm_core.demo.undo import undo_scene
 from stm_core.demo.world import World
+from stm_core.inject import inject
 from stm_core.models import HistoryMessage, PersonaResponse
-from stm_core.settings import Settings
+from stm_core.prompt_reuse import PrefixReuse, prompt_text
+from stm_core.settings import CACHE_POLICIES, Settings
 from stm_core.store import Stm, open_store
 
 log = logging.getLogger("stm.demo")
@@ -75,6 +78,8 @@ class Replay:
         self.model = ScriptedModel()
         self.audit = PrivacyAudit()
         self.leaks: list[Leak] = []
+        #: Prompts with each channel's whole dialogue (what a cache-aware host sends).
+        self.reuse = PrefixReuse()
         self._dialogues: dict[str, list[_Said]] = defaultdict(list)
         self._counters: dict[tuple[str, str], int] = {}
         self._bot_turns: dict[tuple[str, str], int] = defaultdict(int)
@@ -106,6 +111,8 @@ class Replay:
         turn = self.world.turn(scripted)
         ctx = await self.stm.build_context(turn)
         placed = place(self._dialogue(scripted, window), ctx)
+        self.reuse.observe((scripted.channel, scripted.persona),
+                           prompt_text(inject(self._dialogue(scripted, lines), ctx)))
         shown = [i.text for i in ctx.memory_items]
         if ctx.nudge_item is not None:
             shown.append(ctx.nudge_item.text)
@@ -185,7 +192,8 @@ async def replay(url: str, *, database: str, transcript: Transcript,
                  settings: Settings | None = None, max_turns: int | None = None,
                  on_start: Callable[[str], None] | None = None,
                  on_turn: Callable[[TurnRecord], None] | None = None,
-                 load_entrypoints: bool = False) -> DemoResult:
+                 load_entrypoints: bool = False,
+                 cache_policy: str | None = None, undo: bool = False) -> DemoResult:
     """Replay ``transcript`` on the database at ``url``; ``on_start`` gets the
     database's display name once the store is open and the servers are set up."""
     clock = ManualClock(transcript.start_ms)
@@ -194,7 +202,7 @@ async def replay(url: str, *, database: str, transcript: Transcript,
     async with open_store(url, settings=settings or Settings(), clock=clock,
                           load_entrypoints=load_entrypoints) as stm:
         game = Replay(stm, transcript, clock)
-        await game.world.configure(stm)
+        await game.world.configure(stm, cache_policy=cache_policy)
         if on_start is not None:
             on_start(database)
         for number, scripted in enumerate(turns, 1):
@@ -202,8 +210,25 @@ async def replay(url: str, *, database: str, transcript: Transcript,
             records.append(record)
             if on_turn is not None:
                 on_turn(record)
-        summary = game.summary(records, database)
+        scene = await undo_scene(stm, game.world) if undo else None
+        summary = attrs.evolve(game.summary(records, database), prefix_reuse={
+            cache_policy or "freshness": game.reuse.figures().to_dict()},
+            undo=attrs.asdict(scene) if scene is not None else None)
     return DemoResult(title=transcript.title, turns=tuple(records), summary=summary)
+
+
+async def measure_prefix_reuse(transcript: Transcript | None = None, *,
+                               settings: Settings | None = None,
+                               max_turns: int | None = None) -> dict[str, Any]:
+    """The transcript replayed in memory once per cache policy: each policy's
+    turn-over-turn prompt reuse (see :mod:`stm_core.prompt_reuse`)."""
+    transcript = transcript or load_transcript()
+    figures: dict[str, Any] = {}
+    for policy in CACHE_POLICIES:
+        result = await replay("memory://", database="memory", transcript=transcript,
+                              settings=settings, max_turns=max_turns, cache_policy=policy)
+        figures.update(result.summary.prefix_reuse)
+    return figures
 
 
 async def run_demo(url: str | None = None, *, transcript: Transcript | None = None,
@@ -221,10 +246,14 @@ async def run_demo(url: str | None = None, *, transcript: Transcript | None = No
     transcript = transcript or load_transcript()
     play = functools.partial(replay, transcript=transcript, settings=settings,
                              max_turns=max_turns, on_start=on_start, on_turn=on_turn,
-                             load_entrypoints=load_entrypoints)
+                             load_entrypoints=load_entrypoints, undo=True)
     if url is not None:
-        return await play(url, database=display_url(url))
-    with tempfile.TemporaryDirectory(prefix="stm-demo-") as tmp:
-        path = Path(tmp) / "demo.db"
-        log.debug("demo database: %s", path)
-        return await play(f"sqlite+aiosqlite:///{path}", database=TEMPORARY_DATABASE)
+        result = await play(url, database=display_url(url))
+    else:
+        with tempfile.TemporaryDirectory(prefix="stm-demo-") as tmp:
+            path = Path(tmp) / "demo.db"
+            log.debug("demo database: %s", path)
+            result = await play(f"sqlite+aiosqlite:///{path}", database=TEMPORARY_DATABASE)
+    # Both policies' figures, from replays in memory (the run above used the default).
+    figures = await measure_prefix_reuse(transcript, settings=settings, max_turns=max_turns)
+    return attrs.evolve(result, summary=attrs.evolve(result.summary, prefix_reuse=figures))

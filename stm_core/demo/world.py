@@ -68,7 +68,7 @@ class World:
                  else f"#{where.channel_name} on the {where.server_name} server")
         return f"You are {persona.name}, {persona.role}. You are chatting in {place}."
 
-    async def configure(self, stm: Stm) -> None:
+    async def configure(self, stm: Stm, *, cache_policy: str | None = None) -> None:
         """Set the servers up as the transcript describes, through ``stm.admin``.
 
         Everything the demo touches is reset first (its own server, channel and
@@ -90,6 +90,8 @@ class World:
                 server.id, channel_ids=[t.channels[k].id for k in server.private_channels])
             if server.render_mode is not None:
                 await admin.set_server_params(server.id, render_mode=server.render_mode)
+            if cache_policy is not None:
+                await admin.set_server_params(server.id, cache_policy=cache_policy)
         for channel in t.channels.values():
             await admin.clear_channel(channel.id)
         for key, user in t.users.items():

@@ -6,8 +6,12 @@ The stages, in order (one module each)::
          -> render_other -> same_channel + nudge (turns with tools) -> depth
          -> mentions (every emitted text)
 
+The server's cache policy (``cache_policy``) decides ages and placement.
+
 Filters commute, so expiry runs before visibility (cheaper, and no settings
 of a server whose rows all expired get loaded); the cap comes after both.
+Stages 2 to 6 run as one walk over the newest rows (``recent``), which ends
+at the cap: the cost does not grow with the number of channels.
 ``build_context`` never raises: any error is logged and the empty fallback
 of the spec is returned.
 """
@@ -20,17 +24,14 @@ from typing import TYPE_CHECKING
 
 from stm_core.expiry import is_expired
 from stm_core.models import ContextItem, StmContext, Turn
-from stm_core.pipeline.crossserver import fold_other_servers
+from stm_core.pipeline.cache_policy import base_memory_depth, nudge_depth
 from stm_core.pipeline.depth import resolve_memory_depth
-from stm_core.pipeline.expiry import drop_expired
-from stm_core.pipeline.gather import gather_candidates
 from stm_core.pipeline.load import load
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
+from stm_core.pipeline.recent import newest_visible
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.same_channel import live_key, render_same_channel
-from stm_core.pipeline.sortcap import sort_and_cap
-from stm_core.pipeline.visibility import apply_policies, origin_settings
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, ServerSettings
 
@@ -63,13 +64,7 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
     now = loaded.now_ms
     crude_ttl, summary_ttl = env.crude_ttl_ms, env.summary_ttl_ms
 
-    candidates = gather_candidates(turn, loaded)
-    fold_other_servers(turn, loaded, candidates)
-    candidates = drop_expired(candidates, now, crude_ttl_ms=crude_ttl,
-                              summary_ttl_ms=summary_ttl)
-    servers = await origin_settings(stm, turn, profile, candidates)
-    visible = apply_policies(stm, turn, profile, loaded.opt_in, candidates, servers)
-    shown = sort_and_cap(visible, env.max_other_channels)
+    shown, servers = await newest_visible(stm, turn, loaded)
 
     converters = stm.hooks.mention_converters()
     items: list[ContextItem] = []
@@ -82,7 +77,7 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
                                      kind="other_channels"))
 
     nudge_item: ContextItem | None = None
-    depth = profile.content_injection_depth
+    depth = base_memory_depth(profile)
     if turn.has_tools:
         record = await stm.live_record(live_key(turn, user_id))
         same = render_same_channel(turn, profile, record, now, crude_ttl_ms=crude_ttl,
@@ -100,13 +95,13 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
             nudge_item = ContextItem(text=convert_mentions(nudge, turn, converters),
                                      kind="nudge")
         # Freshness is only computed inside the tools branch (reference §6), and
-        # only matters when there is a block to move.
-        if items:
+        # only matters when there is a block to move; a stable block never moves.
+        if items and not profile.stable:
             depth = resolve_memory_depth(depth, newest, now, window_ms=env.fresh_window_ms,
                                          fresh_depth=env.fresh_injection_depth)
 
     return StmContext(memory_items=tuple(items), nudge_item=nudge_item,
-                      nudge_injection_depth=profile.nudge_injection_depth,
+                      nudge_injection_depth=nudge_depth(profile),
                       memory_injection_depth=depth)
 
 

@@ -11,15 +11,14 @@ from stm_core.pipeline.load import Loaded
 from stm_core.storage.records import DM_SERVER, MemoryRecord
 
 
-def fold_other_servers(turn: Turn, loaded: Loaded, candidates: list[MemoryRecord]) -> None:
-    """Append the folded rows to ``candidates`` (guild turns with opt-in only)."""
+def folded_rows(turn: Turn, loaded: Loaded) -> list[MemoryRecord]:
+    """The rows folded in, newest first (guild turns with opt-in only)."""
     current = turn.server_id
     if current is None or not loaded.opt_in:
-        return
+        return []
     channel = turn.channel_id
     lineage = turn.persona_lineage_id
-    for r in loaded.user.memories.records.values():
-        origin = r.key.server_id
-        if (origin != current and origin != DM_SERVER and r.key.channel_id != channel
-                and (not lineage or r.persona_lineage_id == lineage)):
-            candidates.append(r)
+    return [r for r in loaded.user.memories.newest_first()
+            if r.key.server_id != current and r.key.server_id != DM_SERVER
+            and r.key.channel_id != channel
+            and (not lineage or r.persona_lineage_id == lineage)]

@@ -18,8 +18,14 @@ def has_content(record: MemoryRecord) -> bool:
                 or any(v.strip() for v in record.categories.values()))
 
 
+def is_shown(record: MemoryRecord, now_ms: int, *, crude_ttl_ms: int,
+             summary_ttl_ms: int) -> bool:
+    """Not expired, and something to render."""
+    return has_content(record) and not is_expired(record, now_ms, crude_ttl_ms=crude_ttl_ms,
+                                                  summary_ttl_ms=summary_ttl_ms)
+
+
 def drop_expired(candidates: list[MemoryRecord], now_ms: int, *, crude_ttl_ms: int,
                  summary_ttl_ms: int) -> list[MemoryRecord]:
     return [r for r in candidates
-            if has_content(r) and not is_expired(r, now_ms, crude_ttl_ms=crude_ttl_ms,
-                                                 summary_ttl_ms=summary_ttl_ms)]
+            if is_shown(r, now_ms, crude_ttl_ms=crude_ttl_ms, summary_ttl_ms=summary_ttl_ms)]

@@ -6,27 +6,34 @@
 
 Both filter by persona lineage when the turn's lineage id is truthy; with no
 lineage every persona's rows match (one channel may then appear once per
-persona).
+persona). Candidates come newest first, in the cached view's own order, and
+the server's are produced lazily: the cap stops the walk (stage 6).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from stm_core.cache import MemoryView
 from stm_core.models import Turn
 from stm_core.pipeline.load import Loaded
 from stm_core.storage.records import DM_SERVER, MemoryRecord
 
 
-def gather_candidates(turn: Turn, loaded: Loaded) -> list[MemoryRecord]:
+def server_candidates(turn: Turn, view: MemoryView) -> Iterator[MemoryRecord]:
     channel = turn.channel_id
     lineage = turn.persona_lineage_id
-    if loaded.server is not None:
-        rows = loaded.server.records.values()
-        if lineage:
-            return [r for r in rows
-                    if r.key.channel_id != channel and r.persona_lineage_id == lineage]
-        return [r for r in rows if r.key.channel_id != channel]
+    if lineage:
+        return (r for r in view.newest_first()
+                if r.key.channel_id != channel and r.persona_lineage_id == lineage)
+    return (r for r in view.newest_first() if r.key.channel_id != channel)
+
+
+def dm_candidates(turn: Turn, loaded: Loaded) -> list[MemoryRecord]:
+    channel = turn.channel_id
+    lineage = turn.persona_lineage_id
     opt_in = loaded.opt_in
-    return [r for r in loaded.user.memories.records.values()
+    return [r for r in loaded.user.memories.newest_first()
             if r.key.channel_id != channel
             and (not lineage or r.persona_lineage_id == lineage)
             and (opt_in or r.key.server_id == DM_SERVER)]

@@ -63,29 +63,31 @@ def crude_line(message: CrudeMessage, shared: bool, turn: Turn) -> str:
 
 
 def entry_parts(record: MemoryRecord, turn: Turn, *, now_ms: int, current_server: str,
-                crude_count: int, order: CategoryOrder) -> OtherChannelParts:
+                crude_count: int, order: CategoryOrder,
+                stable: bool = False) -> OtherChannelParts:
     key = record.key
     same_server = key.server_id == current_server
     # "Shared" means a server-wide memory of the server we are talking in.
     shared = same_server and turn.server_id is not None
     chan = f"<#{key.channel_id}>" if same_server else OTHER_SERVER
-    rel = relative_time(now_ms - record.updated_at_ms)
+    # No age under the stable cache policy: it changes with the clock alone.
+    rel = "" if stable else f" ({relative_time(now_ms - record.updated_at_ms)})"
     bot = turn.bot_name
     if turn.is_user_impersonation:
         if shared:
-            memory_header = f"[System: Recent conversation in {chan} ({rel}):\n"
+            memory_header = f"[System: Recent conversation in {chan}{rel}:\n"
             raw_header = f"[System: Recent raw messages from {chan}:\n"
         else:
             user = turn.triggerer_name
-            memory_header = f"[System: Recent conversation with {user} in {chan} ({rel}):\n"
+            memory_header = f"[System: Recent conversation with {user} in {chan}{rel}:\n"
             raw_header = f"[System: Recent raw messages with {user} in {chan}:\n"
     elif shared:
-        memory_header = f"[System: {bot} remembers a recent conversation in {chan} ({rel}):\n"
+        memory_header = f"[System: {bot} remembers a recent conversation in {chan}{rel}:\n"
         raw_header = f"[System: {bot}'s recent raw messages from {chan}:\n"
     else:
         user = turn.triggerer_name
         memory_header = (f"[System: {bot} remembers a recent conversation with {user} "
-                         f"in {chan} ({rel}):\n")
+                         f"in {chan}{rel}:\n")
         raw_header = f"[System: {bot}'s recent raw messages with {user} in {chan}:\n"
     messages = record.messages[-crude_count:] if record.messages else ()
     return OtherChannelParts(
@@ -107,7 +109,8 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
     newest: int | None = None
     for record in entries:
         piece = render(entry_parts(record, turn, now_ms=now_ms, current_server=current_server,
-                                   crude_count=crude_count, order=order))
+                                   crude_count=crude_count, order=order,
+                                   stable=profile.stable))
         if piece:
             pieces.append(piece)
             if newest is None or record.updated_at_ms > newest:

@@ -1,18 +1,26 @@
 """Stage 6, sort and cap: newest first, at most ``max_other_channels``.
 
-Runs after visibility, so hidden rows never use up a slot (reference §7.2).
+The candidates already come newest first (the cached views keep recency
+order), so the cap is a walk that stops at the last slot. It runs after
+visibility, so hidden rows never use up a slot (reference §7.2).
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
+from collections.abc import Callable, Iterable
 
 from stm_core.storage.records import MemoryRecord
 
-_UPDATED_AT = attrgetter("updated_at_ms")
 
-
-def sort_and_cap(entries: list[MemoryRecord], cap: int) -> list[MemoryRecord]:
-    if len(entries) > 1:
-        entries.sort(key=_UPDATED_AT, reverse=True)
-    return entries[:cap]
+def first_visible(newest_first: Iterable[MemoryRecord],
+                  visible: Callable[[MemoryRecord], bool] | None,
+                  cap: int) -> list[MemoryRecord]:
+    shown: list[MemoryRecord] = []
+    if cap <= 0:
+        return shown
+    for r in newest_first:
+        if visible is None or visible(r):
+            shown.append(r)
+            if len(shown) == cap:
+                break
+    return shown

@@ -4,12 +4,13 @@ The built-in policy (``stm_plugins.privacy``) enforces private channels with
 thread inheritance and the bypass, keeps DM rows out of servers and other
 servers' private channels out of folded recall. Policies see the settings of
 every server a candidate comes from; those are loaded through the store's
-cache, so a warm turn makes no storage call. Runs before the sort and cap.
+cache, so a warm turn makes no storage call. Runs before the cap, one
+candidate at a time as the walk over the newest rows reaches it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from stm_core.models import Turn
@@ -43,13 +44,14 @@ async def origin_settings(stm: Stm, turn: Turn, profile: ServerProfile,
     return servers
 
 
-def apply_policies(stm: Stm, turn: Turn, profile: ServerProfile, opt_in: bool,
-                   candidates: list[MemoryRecord],
-                   servers: Mapping[str, ServerSettings]) -> list[MemoryRecord]:
-    """The candidates no policy hides (any ``False`` hides)."""
+def visibility_filter(stm: Stm, turn: Turn, profile: ServerProfile, opt_in: bool,
+                      servers: Mapping[str, ServerSettings]
+                      ) -> Callable[[MemoryRecord], bool] | None:
+    """Whether a candidate may be shown (any policy saying ``False`` hides it);
+    ``None`` when no policy is registered."""
     policies = stm.hooks.visibility_policies()
-    if not policies or not candidates:
-        return candidates
+    if not policies:
+        return None
     ctx = VisibilityContext(
         turn=turn,
         current=servers.get(turn.server_id) if turn.server_id is not None else None,
@@ -57,11 +59,12 @@ def apply_policies(stm: Stm, turn: Turn, profile: ServerProfile, opt_in: bool,
         crossserver_opt_in=opt_in,
         servers=servers,
     )
-    visible: list[MemoryRecord] = []
-    for r in candidates:
-        for policy in policies:
+
+    def visible(r: MemoryRecord) -> bool:
+        # A plain loop: all() over a generator costs more per row on this path.
+        for policy in policies:  # noqa: SIM110
             if policy(r, ctx) is False:
-                break
-        else:
-            visible.append(r)
+                return False
+        return True
     return visible
+

@@ -12,7 +12,7 @@ longest TTL, plus point lookups).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from stm_core.storage.records import (
@@ -22,6 +22,7 @@ from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
     SchemaStatus,
     ServerSettings,
@@ -115,6 +116,39 @@ class StorageAdapter(Protocol):
         ...
 
 
+@runtime_checkable
+class AtomicServerEdits(Protocol):
+    """Optional capability: server-setting edits that depend on what is stored,
+    each done as one atomic step at the database.
+
+    The admin API uses these when the adapter has them, so concurrent edits
+    from several processes never lose one another. An adapter without them
+    still works: the admin API then reads, changes and writes back (atomic
+    within one process only) and imports a configuration in two transactions.
+    The built-in adapters have both.
+    """
+
+    async def change_private_channels(self, server_id: str, *,
+                                      add: Collection[str] = frozenset(),
+                                      remove: Collection[str] = frozenset(),
+                                      now_ms: int) -> ServerSettings:
+        """Store ``(stored private channels | add) - remove`` in one atomic step,
+        computed from the list as it is when the step runs (not as it was read)."""
+        ...
+
+    async def replace_server_config(self, server_id: str, changes: Mapping[str, object],
+                                    categories: Sequence[CategoryRecord], *,
+                                    now_ms: int) -> tuple[ServerSettings, list[MemoryKey]]:
+        """Upsert ``changes`` (as :meth:`StorageAdapter.update_server_settings`)
+        and replace the categories, all in one transaction.
+
+        The server-scope memory rows of the server are deleted in the same
+        transaction, and their keys returned, only when the categories stored
+        when it runs differ from ``categories`` (position, label, description).
+        """
+        ...
+
+
 class Subscription(Protocol):
     """A live connection receiving other processes' change notices."""
 
@@ -147,3 +181,25 @@ class ChangeFeed(Protocol):
                         on_lost: Callable[[], None]) -> Subscription:
         """Connect and listen. ``on_lost`` is called when the connection dies."""
         ...
+
+
+@runtime_checkable
+class MemoryHistory(Protocol):
+    """Optional capability: revisions of summary and category writes.
+
+    An adapter that has it honours :attr:`MemoryWrite.revision
+    <stm_core.storage.records.MemoryWrite.revision>`: in the write's own
+    transaction it stores the row's new summary and categories as a revision
+    numbered with the row's new ``rev``, then deletes all but the newest
+    ``keep`` revisions of that row. Deleting a row (clearing, forgetting, the
+    janitor) deletes its revisions in the same transaction. Adapters without
+    it ignore the note; the admin history calls then say history is not kept.
+    """
+
+    async def list_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
+        """The row's kept revisions, newest first (empty for no row)."""
+        ...
+
+
+def keeps_history(adapter: object) -> bool:
+    return isinstance(adapter, MemoryHistory)

@@ -103,6 +103,8 @@ class ServerSettings:
     #: Ordered by position; empty means the implicit default ``summary`` category.
     categories: tuple[CategoryRecord, ...] = ()
     updated_at_ms: int = 0
+    #: ``"freshness"`` or ``"stable"`` (provider prompt caches); ``None``: the default.
+    cache_policy: str | None = None
 
 
 #: Columns of :class:`ServerSettings` that ``update_server_settings`` may change.
@@ -117,6 +119,7 @@ SERVER_SETTING_FIELDS: tuple[str, ...] = (
     "stm_enabled",
     "private_channel_ids",
     "privacy_bypass",
+    "cache_policy",
 )
 
 
@@ -172,6 +175,44 @@ class MemoryWrite:
     #: row's old summary, categories and messages are dropped, not revived.
     crude_ttl_ms: int = 12 * 3600 * 1000
     summary_ttl_ms: int = 24 * 3600 * 1000
+    #: Who writes; adapters with :class:`~stm_core.storage.protocol.MemoryHistory`
+    #: keep a revision of the result. Others ignore it.
+    revision: RevisionNote | None = None
+
+
+RevisionAuthor = Literal["model", "admin", "import"]
+
+
+@attrs.frozen(kw_only=True)
+class RevisionNote:
+    """Who makes a summary/category write, for adapters that keep history.
+
+    The adapter stores the row's content *after* the write as a revision
+    numbered with the row's new ``rev``, and keeps only the newest ``keep``
+    revisions of the row, in the same transaction as the write.
+    """
+
+    author: RevisionAuthor
+    #: The acting user of an admin write, when known.
+    actor: str | None = None
+    #: The revision this write restores, when it is a restore or an undo.
+    restored_from: int | None = None
+    keep: int = 11
+
+
+@attrs.frozen(kw_only=True)
+class MemoryRevision:
+    """One kept state of a row's summary and categories."""
+
+    key: MemoryKey
+    #: The row's ``rev`` right after the write that produced this state.
+    rev: int
+    summary: str | None
+    categories: Mapping[str, str] = attrs.field(factory=dict)
+    author: RevisionAuthor = "model"
+    actor: str | None = None
+    restored_from: int | None = None
+    written_at_ms: int = 0
 
 
 @attrs.frozen(kw_only=True)

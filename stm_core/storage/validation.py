@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from stm_core.errors import ValidationError
 from stm_core.storage.records import SERVER_SETTING_FIELDS, MemoryFilter
@@ -21,3 +21,16 @@ def check_setting_names(changes: Mapping[str, object]) -> None:
     if unknown:
         raise ValidationError(f"unknown server setting(s) {', '.join(unknown)}; allowed: "
                               + ", ".join(SERVER_SETTING_FIELDS), field="changes")
+
+
+def channel_id_set(name: str, value: object) -> frozenset[str]:
+    """A collection of channel ids (``None``: none) as a set; anything else is refused."""
+    if value is None:
+        return frozenset()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValidationError(f"{name} must be a collection of channel ids, got {value!r}",
+                              field=name)
+    ids = list(value)
+    if not all(isinstance(i, str) for i in ids):
+        raise ValidationError(f"{name} must hold channel ids as text", field=name)
+    return frozenset(ids)

@@ -14,6 +14,9 @@ Subclass :class:`StorageAdapterConformance` in a test module and provide an
             yield a
             await a.aclose()
 
+Adapters with the optional :class:`~stm_core.storage.protocol.MemoryHistory`
+capability also subclass :class:`MemoryHistoryConformance`.
+
 The tests are ``async def``: run them with pytest-asyncio in auto mode
 (``asyncio_mode = "auto"`` in the pytest configuration), or mark the class
 with ``@pytest.mark.asyncio``. Times are explicit ``now_ms`` values, so no
@@ -30,7 +33,7 @@ import pytest
 
 from stm_core.errors import ValidationError
 from stm_core.models import CrudeMessage
-from stm_core.storage.protocol import StorageAdapter
+from stm_core.storage.protocol import AtomicServerEdits, MemoryHistory, StorageAdapter
 from stm_core.storage.records import (
     CaptureWrite,
     CategoryRecord,
@@ -38,6 +41,7 @@ from stm_core.storage.records import (
     MemoryKey,
     MemoryRecord,
     MemoryWrite,
+    RevisionNote,
     ServerSettings,
     UserPrefs,
 )
@@ -423,7 +427,7 @@ class StorageAdapterConformance:
             "nudge_injection_depth": 0, "content_injection_depth": -1,
             "tool_description_override": "Tool ✍️", "update_nudge_override": "Nudge {x}",
             "stm_enabled": False, "private_channel_ids": frozenset({"c2", "c1"}),
-            "privacy_bypass": True,
+            "privacy_bypass": True, "cache_policy": "stable",
         }
         stored = await adapter.update_server_settings(GUILD, changes, now_ms=NOW)
         expected = ServerSettings(server_id=GUILD, updated_at_ms=NOW,
@@ -486,6 +490,65 @@ class StorageAdapterConformance:
         assert removed == []
         assert await adapter.count_memories() == 8
 
+    # -- atomic server edits (optional capability) -------------------------------------
+    @staticmethod
+    def _atomic(adapter: StorageAdapter) -> AtomicServerEdits:
+        if not isinstance(adapter, AtomicServerEdits):
+            pytest.skip("the adapter does not offer AtomicServerEdits (optional)")
+        return adapter
+
+    async def test_change_private_channels_adds_and_removes(
+            self, adapter: StorageAdapter) -> None:
+        atomic = self._atomic(adapter)
+        first = await atomic.change_private_channels(GUILD, add={"a", "b"}, now_ms=NOW)
+        assert first.private_channel_ids == {"a", "b"}
+        await adapter.update_server_settings(GUILD, {"refresh_cadence": 4}, now_ms=NOW + 1)
+        more = await atomic.change_private_channels(GUILD, add={"c", "a"}, remove={"b"},
+                                                    now_ms=NOW + 2)
+        assert more.private_channel_ids == {"a", "c"}
+        assert more.refresh_cadence == 4
+        assert (await adapter.load_server_settings(GUILD)).private_channel_ids == {"a", "c"}
+        gone = await atomic.change_private_channels(GUILD, remove={"a", "c", "zz"},
+                                                    now_ms=NOW + 3)
+        assert gone.private_channel_ids == frozenset()
+        with pytest.raises(ValidationError):
+            await atomic.change_private_channels(GUILD, add="abc", now_ms=NOW + 4)
+
+    async def test_concurrent_private_channel_adds_are_all_kept(
+            self, adapter: StorageAdapter) -> None:
+        atomic = self._atomic(adapter)
+        await atomic.change_private_channels(GUILD, add={"keep", "drop0"}, now_ms=NOW)
+        await asyncio.gather(
+            *(atomic.change_private_channels(GUILD, add={f"c{i}"}, now_ms=NOW + i)
+              for i in range(25)),
+            *(atomic.change_private_channels(GUILD, remove={"drop0"}, now_ms=NOW)
+              for _ in range(3)))
+        stored = await adapter.load_server_settings(GUILD)
+        assert stored.private_channel_ids == {"keep"} | {f"c{i}" for i in range(25)}
+
+    async def test_replace_server_config_writes_settings_and_categories_together(
+            self, adapter: StorageAdapter) -> None:
+        atomic = self._atomic(adapter)
+        keys = await self._populate(adapter)
+        cats = [CategoryRecord(position=0, label="Mood", description="how people feel")]
+        settings, removed = await atomic.replace_server_config(
+            GUILD, {"refresh_cadence": 9, "private_channel_ids": ["p"]}, cats, now_ms=NOW)
+        server_rows = {k for k in keys if k.scope_kind == "server" and k.server_id == GUILD}
+        assert set(removed) == server_rows  # the categories changed
+        assert settings.refresh_cadence == 9 and settings.private_channel_ids == {"p"}
+        assert [c.label for c in settings.categories] == ["Mood"]
+        assert await adapter.load_server_settings(GUILD) == settings
+        await summarize(adapter, server_key("c9"), "kept")
+        same, none_removed = await atomic.replace_server_config(
+            GUILD, {"refresh_cadence": None}, cats, now_ms=NOW + 1)
+        assert none_removed == []  # same categories: memories stay
+        assert same.refresh_cadence is None and same.private_channel_ids == {"p"}
+        assert await adapter.get_memory(server_key("c9")) is not None
+        _, cleared = await atomic.replace_server_config(GUILD, {}, [], now_ms=NOW + 2)
+        assert cleared == [server_key("c9")]
+        with pytest.raises(ValidationError):
+            await atomic.replace_server_config(GUILD, {"nope": 1}, [], now_ms=NOW + 3)
+
     # -- user preferences ----------------------------------------------------------------
     async def test_user_prefs_default_and_round_trip(self, adapter: StorageAdapter) -> None:
         assert await adapter.load_user_prefs(USER) == UserPrefs(user_id=USER)
@@ -521,3 +584,81 @@ class StorageAdapterConformance:
         fetched = await adapter.get_memory(server_key())
         assert fetched is not None
         assert attrs.asdict(fetched) == attrs.asdict(record)
+
+
+async def noted(adapter: StorageAdapter, key: MemoryKey, summary: str, *, keep: int = 3,
+                now: int = NOW, actor: str | None = None) -> MemoryRecord:
+    (record,) = await adapter.write_memory([MemoryWrite(
+        key=key, now_ms=now, set_summary=True, summary=summary,
+        revision=RevisionNote(author="admin" if actor else "model", actor=actor, keep=keep))])
+    return record
+
+
+class MemoryHistoryConformance:
+    """The optional history capability: revisions written with the row, trimmed
+    to ``keep``, deleted with the row. Subclass it beside
+    :class:`StorageAdapterConformance`, with the same ``adapter`` fixture."""
+
+    async def test_has_the_capability(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, MemoryHistory)
+
+    async def test_a_noted_write_is_a_revision(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, MemoryHistory)
+        await summarize(adapter, server_key(), "without a note")
+        assert await adapter.list_revisions(server_key()) == []
+        record = await noted(adapter, server_key(), "by an admin", actor="mod", now=NOW + 1)
+        (revision,) = await adapter.list_revisions(server_key())
+        assert (revision.rev, revision.summary, revision.author, revision.actor,
+                revision.written_at_ms, revision.key) == (
+            record.rev, "by an admin", "admin", "mod", NOW + 1, server_key())
+        categories = {"goals": "find the bell", "hp": "12"}
+        (after,) = await adapter.write_memory([MemoryWrite(
+            key=server_key(), now_ms=NOW + 2, set_categories=True, categories=categories,
+            revision=RevisionNote(author="import", restored_from=record.rev))])
+        newest = (await adapter.list_revisions(server_key()))[0]
+        assert (newest.rev, dict(newest.categories), newest.summary, newest.author,
+                newest.restored_from) == (after.rev, categories, "by an admin", "import",
+                                          record.rev)
+
+    async def test_only_the_newest_are_kept(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, MemoryHistory)
+        written = [await noted(adapter, server_key(), f"v{i}", keep=3) for i in range(6)]
+        kept = await adapter.list_revisions(server_key())
+        assert [r.rev for r in kept] == [w.rev for w in reversed(written[-3:])]
+        assert [r.summary for r in kept] == ["v5", "v4", "v3"]
+        assert await adapter.list_revisions(server_key("other")) == []
+
+    async def test_concurrent_noted_writes_stay_within_the_limit(
+            self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, MemoryHistory)
+        await asyncio.gather(*(noted(adapter, server_key(), f"w{i}", keep=4)
+                               for i in range(12)))
+        record = await adapter.get_memory(server_key())
+        assert record is not None
+        kept = await adapter.list_revisions(server_key())
+        assert [r.rev for r in kept] == list(range(record.rev, record.rev - 4, -1))
+        assert kept[0].summary == record.summary
+
+    async def test_one_call_notes_every_row(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, MemoryHistory)
+        note = RevisionNote(author="model", keep=2)
+        await adapter.write_memory([
+            MemoryWrite(key=k, now_ms=NOW, set_summary=True, summary=k.scope_kind,
+                        revision=note) for k in (server_key(), user_key())])
+        for k in (server_key(), user_key()):
+            assert [r.summary for r in await adapter.list_revisions(k)] == [k.scope_kind]
+
+    async def test_revisions_go_with_their_row(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, MemoryHistory)
+        for k in (server_key("c1"), server_key("c2"), user_key("c3")):
+            await noted(adapter, k, "kept until the row goes")
+        await adapter.delete_memories(MemoryFilter(channel_id="c1"))
+        assert await adapter.list_revisions(server_key("c1")) == []
+        assert len(await adapter.list_revisions(server_key("c2"))) == 1
+        await adapter.replace_categories(GUILD, [], now_ms=NOW, clear_server_memories=True)
+        assert await adapter.list_revisions(server_key("c2")) == []
+        assert await adapter.purge_older_than(NOW + 1, batch_size=10) == 1
+        assert await adapter.list_revisions(user_key("c3")) == []
+        # A row created again under the same key starts without history.
+        await noted(adapter, user_key("c3"), "new")
+        assert [r.summary for r in await adapter.list_revisions(user_key("c3"))] == ["new"]

@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from stm_core.admin.history import revision_note
 from stm_core.models import ToolResult, Turn
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import MemoryKey, MemoryWrite
@@ -158,7 +159,8 @@ def _writes(stm: Stm, turn: Turn, *, summary: str | None = None,
         keys = [MemoryKey.server(turn.server_id, turn.channel_id, turn.persona_id), user_key]
     now_ms = stm.clock.now_ms()
     settings = stm.settings
-    return [MemoryWrite(key=key, now_ms=now_ms,
+    note = revision_note(settings, "model")
+    return [MemoryWrite(key=key, now_ms=now_ms, revision=note,
                         set_summary=summary is not None, summary=summary,
                         set_categories=categories is not None, categories=categories or {},
                         reset_counter=key is keys[0],

@@ -36,7 +36,7 @@ def postgres_factory(url: str, settings: Settings) -> StorageAdapter:
         from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
     except ImportError as exc:
         raise ConfigurationError(
-            f"PostgreSQL needs the asyncpg driver ({exc}); install stm[postgres]") from exc
+            f"PostgreSQL needs the asyncpg driver ({exc}); install stm-core[postgres]") from exc
     return PostgresAdapter(target, settings)
 
 

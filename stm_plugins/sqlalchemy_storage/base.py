@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Dialect
@@ -26,12 +26,13 @@ from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
     SchemaStatus,
     ServerSettings,
     UserPrefs,
 )
-from stm_core.storage.validation import check_setting_names, require_filter
+from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
 from stm_plugins.sqlalchemy_storage import codec
 from stm_plugins.sqlalchemy_storage import statements as st
 from stm_plugins.sqlalchemy_storage.compiled import Compiled, StatementCache
@@ -174,9 +175,34 @@ class SqlStorageAdapter(abc.ABC):
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
         if not writes:
             return []
-        rows = await self._upsert_rows("write", st.write_upsert,
-                                       [codec.write_params(w) for w in writes])
+        params = [codec.write_params(w) for w in writes]
+        if any(w.revision is not None for w in writes):
+            rows = await self._write_with_revisions(writes, params)
+        else:
+            rows = await self._upsert_rows("write", st.write_upsert, params)
         return [codec.memory_from_row(r, key=w.key) for r, w in zip(rows, writes, strict=True)]
+
+    async def _write_with_revisions(self, writes: Sequence[MemoryWrite],
+                                    params: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """Each upsert followed by its revision and the trim, all in one transaction."""
+        upsert = self.statement(("write",), lambda: self._announce(
+            st.write_upsert(self.dialect_name, None), "k"))
+        insert = self.statement("revision_insert", st.revision_insert)
+        trim = self.statement("revision_trim", st.revision_trim)
+        steps: list[Step] = []
+        for w, p in zip(writes, params, strict=True):
+            steps.append(Step(upsert, p, Want.ONE))
+            if w.revision is not None:
+                note = codec.revision_params(w.key, w.revision, w.now_ms)
+                steps.append(Step(insert, note, Want.NOTHING))
+                steps.append(Step(trim, note, Want.NOTHING))
+        results = await self._write(steps)
+        return [r for r, s in zip(results, steps, strict=True) if s.sql is upsert]
+
+    async def list_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
+        (rows,) = await self._read([Step(self.statement("revision_rows", st.revision_rows),
+                                         codec.key_params(key), Want.ALL)])
+        return [codec.revision_from_row(key, r) for r in rows]
 
     # -- admin writes -----------------------------------------------------------------
     def _settings_upsert(self, columns: tuple[str, ...]) -> Compiled:
@@ -220,6 +246,55 @@ class SqlStorageAdapter(abc.ABC):
                                             if clear_server_memories else results[-1])
         removed = [codec.key_from_row(r) for r in results[-1]] if clear_server_memories else []
         return settings, removed
+
+    async def change_private_channels(self, server_id: str, *,
+                                      add: Collection[str] = frozenset(),
+                                      remove: Collection[str] = frozenset(),
+                                      now_ms: int) -> ServerSettings:
+        added, removed = channel_id_set("add", add), channel_id_set("remove", remove)
+        compiled = self.statement("private_channels_upsert", lambda: self._announce(
+            st.private_channels_upsert(self.dialect_name), "s"))
+        ident = {"server_id": server_id}
+        row, cats = await self._write([
+            Step(compiled, {**ident, "now": now_ms,
+                            "private_channel_ids": codec.encode_ids(added - removed),
+                            "add": codec.encode_ids(added),
+                            "remove": codec.encode_ids(removed)}, Want.ONE),
+            Step(self.statement("categories_rows", st.categories_rows), ident, Want.ALL),
+        ])
+        return codec.settings_from_rows(server_id, row, cats)
+
+    async def replace_server_config(self, server_id: str, changes: Mapping[str, object],
+                                    categories: Sequence[CategoryRecord], *,
+                                    now_ms: int) -> tuple[ServerSettings, list[MemoryKey]]:
+        check_setting_names(changes)
+        _check_positions(categories)
+        values = codec.setting_params(changes)
+        columns = tuple(f for f in SERVER_SETTING_FIELDS if f in values)
+        ident = {"server_id": server_id}
+        rows = [codec.category_params(server_id, c) for c in categories]
+        wanted = {f"cat_{name}_{i}": row[name] for i, row in enumerate(rows)
+                  for name in ("position", "label", "description")}
+        count = len(rows)
+        # The settings upsert comes first: it locks the server's row, which every
+        # category writer locks first too, so the comparison below sees the
+        # categories as they are when this transaction commits.
+        steps = [
+            Step(self._settings_upsert(columns), {**values, **ident, "now": now_ms}, Want.ONE),
+            Step(self.statement(("delete_server_rows_unless", count), lambda: self._announce(
+                st.delete_server_rows_unless_categories(count), "k")), {**ident, **wanted},
+                Want.ALL),
+            Step(self.statement("categories_delete", st.categories_delete), ident,
+                 Want.NOTHING),
+        ]
+        if rows:
+            steps.append(Step(self.statement("categories_insert", st.categories_insert),
+                              rows, Want.MANY))
+        steps.append(Step(self.statement("categories_rows", st.categories_rows), ident,
+                          Want.ALL))
+        results = await self._write(steps)
+        settings = codec.settings_from_rows(server_id, results[0], results[-1])
+        return settings, [codec.key_from_row(r) for r in results[1]]
 
     async def set_user_prefs(self, user_id: str, *, crossserver_opt_in: bool,
                              now_ms: int) -> UserPrefs:

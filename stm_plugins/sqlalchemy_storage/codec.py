@@ -19,10 +19,13 @@ from stm_core.storage.records import (
     CategoryRecord,
     MemoryKey,
     MemoryRecord,
+    MemoryRevision,
     MemoryWrite,
+    RevisionNote,
     ServerSettings,
     UserPrefs,
 )
+from stm_core.storage.validation import channel_id_set
 
 # Compact, UTF-8 kept as is; built once (json.dumps with options builds one per call).
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -51,10 +54,11 @@ def _clean_optional(text: str | None) -> str | None:
 
 def clean_messages(messages: tuple[CrudeMessage, ...]) -> tuple[CrudeMessage, ...]:
     """``messages`` itself when every text can be stored (the usual case)."""
-    def dirty(text: str | None) -> bool:
-        return text is not None and clean_text(text) != text
-
-    if not any(dirty(m.content) or dirty(m.speaker_name) for m in messages):
+    # One look at all the texts together: this runs on every turn.
+    texts = [m.content for m in messages]
+    texts += [m.speaker_name for m in messages if m.speaker_name is not None]
+    joined = "".join(texts)
+    if "\x00" not in joined and (joined.isascii() or not _SURROGATE.search(joined)):
         return messages
     return tuple(CrudeMessage(role=m.role, content=clean_text(m.content),
                               speaker_name=_clean_optional(m.speaker_name),
@@ -136,6 +140,17 @@ def memory_from_row(r: Row, *, key: MemoryKey | None = None,
         turns_since_refresh=r[10], last_refreshed_turn=r[11], updated_at_ms=r[12], rev=r[13])
 
 
+# -- revisions ------------------------------------------------------------------------
+def revision_params(key: MemoryKey, note: RevisionNote, now_ms: int) -> dict[str, Any]:
+    return {**key_params(key), "author": note.author, "actor": _clean_optional(note.actor),
+            "restored_from": note.restored_from, "now": now_ms, "keep": note.keep}
+
+
+def revision_from_row(key: MemoryKey, r: Row) -> MemoryRevision:
+    return MemoryRevision(key=key, rev=r[0], summary=r[1], categories=decode_categories(r[2]),
+                          author=r[3], actor=r[4], restored_from=r[5], written_at_ms=r[6])
+
+
 # -- server settings ----------------------------------------------------------------
 def _int_or_none(name: str, value: object) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
@@ -161,16 +176,13 @@ def _bool(name: str, value: object) -> bool:
     raise ValidationError(f"{name} must be true or false, got {value!r}", field=name)
 
 
+def encode_ids(ids: frozenset[str]) -> str:
+    """The stored form of a set of ids: a sorted JSON array."""
+    return _encode(sorted(ids))
+
+
 def _channel_ids(name: str, value: object) -> str:
-    if value is None:
-        return "[]"
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ValidationError(f"{name} must be a collection of channel ids, got {value!r}",
-                              field=name)
-    ids = list(value)
-    if not all(isinstance(i, str) for i in ids):
-        raise ValidationError(f"{name} must hold channel ids as text", field=name)
-    return _encode(sorted(set(ids)))
+    return encode_ids(channel_id_set(name, value))
 
 
 _SETTING_ENCODERS: dict[str, Callable[[str, object], object]] = {
@@ -184,6 +196,7 @@ _SETTING_ENCODERS: dict[str, Callable[[str, object], object]] = {
     "stm_enabled": _bool_or_none,
     "private_channel_ids": _channel_ids,
     "privacy_bypass": _bool,
+    "cache_policy": _str_or_none,
 }
 
 
@@ -205,7 +218,7 @@ def settings_from_rows(server_id: str, row: Row | None,
         update_nudge_override=row[7],
         stm_enabled=None if row[8] is None else bool(row[8]),
         private_channel_ids=frozenset(_decode(row[9])), privacy_bypass=bool(row[10]),
-        categories=cats, updated_at_ms=row[11])
+        categories=cats, updated_at_ms=row[11], cache_policy=row[12])
 
 
 def category_params(server_id: str, c: CategoryRecord) -> dict[str, object]:

@@ -3,9 +3,9 @@
 ``stm_schema_version`` holds one row per applied version; the highest is the
 database's version. A fresh database replays every step from the first, so the
 path from version 1 to the latest is the one every install takes. Each step is
-applied in a transaction of its own, under a lock (SQLite ``BEGIN IMMEDIATE``,
-a PostgreSQL advisory lock) and after re-reading the version, so two processes
-starting together apply it once.
+applied in a transaction of its own, under a lock (SQLite ``BEGIN IMMEDIATE``;
+a PostgreSQL advisory lock held from the first version read to the last step)
+and after re-reading the version, so processes starting together apply it once.
 
 To change the schema: edit :mod:`.schema`, add a step that turns the previous
 version into the new one, and keep the ``V1_TABLES`` snapshot of step 1
@@ -21,7 +21,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
 from stm_core.errors import ConfigurationError
-from stm_plugins.sqlalchemy_storage.schema import V1_TABLES, schema_version
+from stm_plugins.sqlalchemy_storage.schema import (
+    V1_TABLES,
+    V2_TABLES,
+    schema_version,
+    server_settings,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -34,16 +39,29 @@ class MigrationStep:
     statements: Callable[[Dialect], Sequence[str]]
 
 
-def _create_v1(dialect: Dialect) -> list[str]:
-    out = [str(sa.schema.CreateTable(t).compile(dialect=dialect)) for t in V1_TABLES]
+def _create(tables: Sequence[sa.Table], dialect: Dialect) -> list[str]:
+    out = [str(sa.schema.CreateTable(t).compile(dialect=dialect)) for t in tables]
     out += [str(sa.schema.CreateIndex(i).compile(dialect=dialect))
-            for t in V1_TABLES for i in sorted(t.indexes, key=lambda i: str(i.name))]
+            for t in tables for i in sorted(t.indexes, key=lambda i: str(i.name))]
     return out
+
+
+def _create_v1(dialect: Dialect) -> list[str]:
+    return _create(V1_TABLES, dialect)
+
+
+def _v2_history_and_cache_policy(dialect: Dialect) -> list[str]:
+    column = server_settings.c.cache_policy
+    add = (f"ALTER TABLE {server_settings.name} ADD COLUMN {column.name} "
+           f"{column.type.compile(dialect=dialect)}")
+    return [add, *_create(V2_TABLES, dialect)]
 
 
 MIGRATIONS: tuple[MigrationStep, ...] = (
     MigrationStep(version=1, description="memories, server settings, categories, user prefs",
                   statements=_create_v1),
+    MigrationStep(version=2, description="memory revisions (undo), per-server cache policy",
+                  statements=_v2_history_and_cache_policy),
 )
 
 

@@ -53,7 +53,13 @@ _MAX_VERSION = compile_statement(sa.select(sa.func.max(schema_version.c.version)
 _ADD_VERSION = compile_statement(sa.insert(schema_version).values(
     version=sa.bindparam("version", type_=sa.Integer),
     applied_at_ms=sa.bindparam("applied_at_ms", type_=sa.BigInteger)), POSTGRES_DIALECT).sql
-_SETUP_LOCK = "SELECT pg_advisory_xact_lock(hashtext($1))"
+# A session lock taken before the first look at the schema and held until
+# every step is done: each opener then reads the version only after the
+# previous holder committed. (A lock taken inside the step's transaction was
+# not enough: the version read inside it could still miss tables another
+# process had just created, and CREATE TABLE then failed with "already exists".)
+_SETUP_LOCK = "SELECT pg_advisory_lock(hashtext($1))"
+_SETUP_UNLOCK = "SELECT pg_advisory_unlock(hashtext($1))"
 
 
 async def _run_step(conn: Any, step: Step) -> Any:
@@ -70,6 +76,16 @@ async def _run_step(conn: Any, step: Step) -> Any:
     if want is Want.COUNT:  # "DELETE 42"
         return int(status.rsplit(" ", 1)[-1])
     return None
+
+
+async def keep_session(conn: Any) -> None:
+    """What a pooled connection needs on release beyond asyncpg's own cleanup
+    (which rolls back an open transaction and drops listener callbacks):
+    nothing. stm leaves no session state behind: the search path comes with
+    the connection, advisory locks are transaction-scoped, LISTEN runs on a
+    connection of its own and no statement uses SET or cursors. asyncpg's
+    default reset (``RESET ALL``, ``UNLISTEN *``, ``CLOSE ALL``, unlocking
+    advisory locks) would cost a round trip on every release."""
 
 
 async def _read_version(conn: Any) -> int | None:
@@ -135,7 +151,7 @@ class PostgresAdapter(SqlStorageAdapter):
                     self.target.dsn, min_size=POOL_MIN, max_size=self._pool_max,
                     statement_cache_size=self.target.statement_cache_size,
                     server_settings=self._server_settings(), timeout=self._timeout,
-                    command_timeout=self._timeout)
+                    command_timeout=self._timeout, reset=keep_session)
             except _DRIVER_ERRORS as exc:
                 raise StorageError(
                     f"cannot connect to PostgreSQL {self.target.label}: {exc}") from exc
@@ -147,24 +163,31 @@ class PostgresAdapter(SqlStorageAdapter):
         latest = mig.latest_version(self.migrations)
         try:
             async with pool.acquire() as conn:
-                current = await _read_version(conn)
-                found = current
-                created = False
-                for n, step in enumerate(mig.pending_steps(current, self.migrations)):
-                    before = await self._apply_step(conn, step)
-                    if n == 0:
-                        found = before
-                    if before is None or before < step.version:
-                        created = created or step.version == 1
+                await conn.execute(_SETUP_LOCK, self._setup_lock_key)
+                try:
+                    current = await _read_version(conn)
+                    found = current
+                    created = False
+                    for n, step in enumerate(mig.pending_steps(current, self.migrations)):
+                        before = await self._apply_step(conn, step)
+                        if n == 0:
+                            found = before
+                        if before is None or before < step.version:
+                            created = created or step.version == 1
+                finally:
+                    await conn.execute(_SETUP_UNLOCK, self._setup_lock_key)
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: schema setup failed: "
                                f"{exc}") from exc
         return SchemaStatus(from_version=found, to_version=latest, created=created)
 
+    @property
+    def _setup_lock_key(self) -> str:
+        return f"stm-setup:{self.target.schema or ''}"
+
     async def _apply_step(self, conn: Any, step: mig.MigrationStep) -> int | None:
-        """One transaction per step, serialised across processes by an advisory lock."""
+        """One transaction per step; the caller holds the setup lock."""
         async with conn.transaction():
-            await conn.execute(_SETUP_LOCK, f"stm-setup:{self.target.schema or ''}")
             # Only when missing: CREATE SCHEMA needs a privilege a deployment may not grant.
             schema = self.target.schema
             if schema and await conn.fetchval("SELECT to_regnamespace($1) IS NULL",

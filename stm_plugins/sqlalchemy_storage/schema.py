@@ -76,6 +76,8 @@ server_settings = sa.Table(
     sa.Column("privacy_bypass", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("updated_at_ms", sa.BigInteger, nullable=False),
     sa.Column("created_at_ms", sa.BigInteger, nullable=False),
+    # Version 2 (added last, as ALTER TABLE appends): NULL means "freshness".
+    sa.Column("cache_policy", sa.Text, nullable=True),
 )
 
 categories = sa.Table(
@@ -94,6 +96,26 @@ user_prefs = sa.Table(
     sa.Column("updated_at_ms", sa.BigInteger, nullable=False),
 )
 
+# Version 2: kept states of a row's summary and categories (undo). Rows go with
+# their memory row (ON DELETE CASCADE), whoever deletes it.
+memory_revisions = sa.Table(
+    "stm_memory_revisions", metadata,
+    sa.Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    sa.Column("memory_id", _ROW_ID, sa.ForeignKey("stm_memories.id", ondelete="CASCADE"),
+              nullable=False),
+    # The memory row's rev right after the write.
+    sa.Column("rev", sa.BigInteger, nullable=False),
+    sa.Column("summary", sa.Text, nullable=True),
+    sa.Column("categories", sa.Text, nullable=False),
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("actor", sa.Text, nullable=True),
+    sa.Column("restored_from", sa.BigInteger, nullable=True),
+    sa.Column("written_at_ms", sa.BigInteger, nullable=False),
+    sa.CheckConstraint("author IN ('model', 'admin', 'import')",
+                       name="ck_stm_memory_revisions_author"),
+    sa.UniqueConstraint("memory_id", "rev", name="uq_stm_memory_revisions_rev"),
+)
+
 #: Column order of every memory row a statement returns (see ``codec.memory_from_row``).
 MEMORY_COLUMNS: tuple[sa.Column[object], ...] = tuple(memories.c[name] for name in (
     "scope_kind", "server_id", "user_id", "channel_id", "persona_id",
@@ -107,8 +129,24 @@ SETTINGS_COLUMNS: tuple[sa.Column[object], ...] = tuple(server_settings.c[name] 
     "server_id", "refresh_cadence", "render_mode", "crude_message_count",
     "nudge_injection_depth", "content_injection_depth", "tool_description_override",
     "update_nudge_override", "stm_enabled", "private_channel_ids", "privacy_bypass",
-    "updated_at_ms",
+    "updated_at_ms", "cache_policy",
 ))
 
+#: Column order of every revision a statement returns (see ``codec.revision_from_row``).
+REVISION_COLUMNS: tuple[sa.Column[object], ...] = tuple(memory_revisions.c[name] for name in (
+    "rev", "summary", "categories", "author", "actor", "restored_from", "written_at_ms",
+))
+
+# Version 1's settings table, frozen: step 1 must keep creating exactly this.
+_v1 = sa.MetaData()
+_server_settings_v1 = sa.Table(
+    "stm_server_settings", _v1,
+    *(sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable,
+                server_default=c.server_default)
+      for c in server_settings.columns if c.name != "cache_policy"),
+)
+
 #: Tables of schema version 1, in creation order.
-V1_TABLES: tuple[sa.Table, ...] = (memories, server_settings, categories, user_prefs)
+V1_TABLES: tuple[sa.Table, ...] = (memories, _server_settings_v1, categories, user_prefs)
+#: Tables created by step 2.
+V2_TABLES: tuple[sa.Table, ...] = (memory_revisions,)

@@ -20,9 +20,11 @@ from stm_plugins.sqlalchemy_storage.compiled import ROW_SEPARATOR
 from stm_plugins.sqlalchemy_storage.schema import (
     KEY_COLUMNS,
     MEMORY_COLUMNS,
+    REVISION_COLUMNS,
     SETTINGS_COLUMNS,
     categories,
     memories,
+    memory_revisions,
     server_settings,
     user_prefs,
 )
@@ -42,6 +44,7 @@ _TYPES: dict[str, Any] = {
     "cutoff": sa.BigInteger(), "since": sa.BigInteger(), "batch": sa.Integer(),
     "inc": sa.Integer(), "reset": sa.Integer(), "set_summary": sa.Integer(),
     "set_categories": sa.Integer(), "clear_messages": sa.Integer(),
+    "restored_from": sa.BigInteger(), "keep": sa.Integer(),
 }
 
 
@@ -206,6 +209,45 @@ def count_rows() -> ClauseElement:
     return sa.select(sa.func.count()).select_from(memories)
 
 
+# -- revisions (schema version 2) ------------------------------------------------------
+def _row_id() -> Any:
+    """The memory row of the bound key, as a scalar subquery."""
+    b = _Binds()
+    return (sa.select(memories.c.id).where(*(c == b(c.name, c) for c in KEY_COLUMNS))
+            .scalar_subquery())
+
+
+def revision_insert() -> ClauseElement:
+    """The row's content right after a write, as a revision (same transaction)."""
+    b = _Binds()
+    m = memories.c
+    r = memory_revisions.c
+    source = sa.select(m.id, m.rev, m.summary, m.categories, b("author", r.author),
+                       b("actor", r.actor), b("restored_from"), b("now")).where(
+        *(c == b(c.name, c) for c in KEY_COLUMNS))
+    return sa.insert(memory_revisions).from_select(
+        ["memory_id", "rev", "summary", "categories", "author", "actor", "restored_from",
+         "written_at_ms"], source)
+
+
+def revision_trim() -> ClauseElement:
+    """Delete all but the newest ``keep`` revisions of the row. Run after the
+    row's upsert, which holds the row's lock, so concurrent writers of the row
+    trim one after the other and the limit holds."""
+    b = _Binds()
+    r = memory_revisions.c
+    row_id = _row_id()
+    newest = (sa.select(r.rev).where(r.memory_id == row_id).order_by(r.rev.desc())
+              .limit(b("keep")))
+    return sa.delete(memory_revisions).where(r.memory_id == row_id, r.rev.not_in(newest))
+
+
+def revision_rows() -> ClauseElement:
+    r = memory_revisions.c
+    return (sa.select(*REVISION_COLUMNS).where(r.memory_id == _row_id())
+            .order_by(r.rev.desc()))
+
+
 # -- server settings and categories ---------------------------------------------------
 def settings_row() -> ClauseElement:
     b = _Binds()
@@ -227,6 +269,64 @@ def settings_upsert(dialect: str, columns: Sequence[str]) -> ClauseElement:
     changes["updated_at_ms"] = new.updated_at_ms
     return stmt.on_conflict_do_update(  # type: ignore[no-any-return]
         index_elements=[s.server_id], set_=changes).returning(*SETTINGS_COLUMNS)
+
+
+#: The stored private-channel list (a JSON array of ids) with ``add`` joined and
+#: ``remove`` taken out, computed from the row's current value at the database.
+_PRIVATE_CHANNELS_SQL = {
+    "sqlite": ("(SELECT coalesce(json_group_array(value), '[]') FROM ("
+               "SELECT value FROM json_each(stm_server_settings.private_channel_ids) "
+               "UNION SELECT value FROM json_each(:add) "
+               "EXCEPT SELECT value FROM json_each(:remove) ORDER BY value))"),
+    "postgresql": ("(SELECT coalesce(json_agg(v ORDER BY v), '[]'::json)::text FROM ("
+                   "SELECT json_array_elements_text("
+                   "stm_server_settings.private_channel_ids::json) AS v "
+                   "UNION SELECT json_array_elements_text(CAST(:add AS json)) "
+                   "EXCEPT SELECT json_array_elements_text(CAST(:remove AS json))) AS ids)"),
+}
+
+
+def private_channels_upsert(dialect: str) -> ClauseElement:
+    """Add and remove private channel ids in one statement: the new list is
+    computed from the row as the database holds it (the row is locked on
+    PostgreSQL, the whole database on SQLite), so concurrent edits never lose
+    each other's ids. A new row gets ``private_channel_ids`` as given."""
+    b = _Binds()
+    s = server_settings.c
+    stmt = _insert(dialect)(server_settings).values(
+        server_id=b("server_id", s.server_id),
+        private_channel_ids=b("private_channel_ids", s.private_channel_ids),
+        updated_at_ms=b("now"), created_at_ms=b("now"))
+    merged = sa.text(_PRIVATE_CHANNELS_SQL[dialect]).bindparams(
+        sa.bindparam("add", type_=sa.Text()), sa.bindparam("remove", type_=sa.Text()))
+    return stmt.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=[s.server_id],
+        set_={"private_channel_ids": merged, "updated_at_ms": stmt.excluded.updated_at_ms},
+    ).returning(*SETTINGS_COLUMNS)
+
+
+def delete_server_rows_unless_categories(count: int) -> ClauseElement:
+    """Delete the server's server-scope rows unless its stored categories are
+    exactly the ``count`` given ones (``cat_position_i``, ``cat_label_i``,
+    ``cat_description_i``): an import clears memories only when the categories
+    really change, decided inside its own transaction."""
+    b = _Binds()
+    m = memories.c
+    c = categories.c
+    server = c.server_id == b("server_id", c.server_id)
+    stored = sa.select(sa.func.count()).where(server).scalar_subquery()
+    same: Any = sa.literal_column("0", sa.Integer)
+    if count:
+        match = sa.or_(*(sa.and_(c.position == b(f"cat_position_{i}", c.position),
+                                 c.label == b(f"cat_label_{i}", c.label),
+                                 c.description == b(f"cat_description_{i}", c.description))
+                         for i in range(count)))
+        same = sa.select(sa.func.count()).where(server, match).scalar_subquery()
+    wanted = sa.literal_column(str(int(count)), sa.Integer)
+    return sa.delete(memories).where(
+        m.scope_kind == sa.literal_column("'server'", sa.Text),
+        m.server_id == b("server_id", m.server_id),
+        sa.or_(stored != wanted, same != wanted)).returning(*KEY_COLUMNS)
 
 
 def categories_rows() -> ClauseElement:

@@ -18,7 +18,7 @@ from .helpers import seed_summary
 
 async def configure(stm: Stm, server_id: str) -> None:
     await stm.admin.set_server_params(server_id, refresh_cadence=3, render_mode="supersede",
-                                      content_injection_depth=0)
+                                      content_injection_depth=0, cache_policy="stable")
     await stm.admin.set_prompts(server_id, nudge="[System: refresh {category_labels}]")
     await stm.admin.set_categories(server_id, ["Goals: where to go", "Mood: how it feels"])
     await stm.admin.set_stm_enabled(server_id, enabled=False)
@@ -41,7 +41,7 @@ async def test_round_trip_to_another_server(stm: Stm) -> None:
     source = await stm.adapter.load_server_settings("g1")
     target = await stm.adapter.load_server_settings("g2")
     for field in ("refresh_cadence", "render_mode", "crude_message_count",
-                  "nudge_injection_depth", "content_injection_depth",
+                  "nudge_injection_depth", "content_injection_depth", "cache_policy",
                   "tool_description_override", "update_nudge_override", "stm_enabled",
                   "private_channel_ids", "privacy_bypass", "categories"):
         assert getattr(target, field) == getattr(source, field), field
@@ -55,6 +55,7 @@ async def test_import_resets_what_the_document_leaves_default(stm: Stm) -> None:
     await stm.admin.import_config("g1", {"format": FORMAT_NAME, "version": FORMAT_VERSION})
     stored = await stm.adapter.load_server_settings("g1")
     assert stored.refresh_cadence is None and stored.update_nudge_override is None
+    assert stored.cache_policy is None
     assert stored.categories == () and stored.stm_enabled is None
     assert stored.private_channel_ids == frozenset() and not stored.privacy_bypass
     assert await stm.adapter.get_memory(MemoryKey.server("g1", "c1", "p1")) is None
@@ -90,6 +91,10 @@ def broken(change: str) -> dict[str, Any]:
         bad["params"]["nudge_injection_depth"] = 21
     elif change == "unknown render mode":
         bad["params"]["render_mode"] = "sideways"
+    elif change == "unknown cache policy":
+        bad["params"]["cache_policy"] = "warm"
+    elif change == "number for cache policy":
+        bad["params"]["cache_policy"] = 1
     elif change == "format syntax":
         bad["prompts"]["nudge"] = "{x.__class__}"
     elif change == "duplicate category":
@@ -109,7 +114,8 @@ def broken(change: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("change", [
     "extra top key", "extra nested key", "string for int", "bool for int", "out of range",
-    "unknown render mode", "format syntax", "duplicate category", "too many categories",
+    "unknown render mode", "unknown cache policy", "number for cache policy",
+    "format syntax", "duplicate category", "too many categories",
     "bad channel id", "wrong version", "wrong format", "not an object"])
 async def test_invalid_documents_write_nothing(stm: Stm, change: str) -> None:
     await configure(stm, "g1")

@@ -19,7 +19,9 @@ async def test_show_fills_defaults_and_names_them(stm: Stm) -> None:
             params.nudge_injection_depth, params.content_injection_depth) == (
         5, "crude_summary", stm.settings.default_crude_message_count, 2, -1)
     assert params.defaults == {"refresh_cadence", "render_mode", "crude_message_count",
-                               "nudge_injection_depth", "content_injection_depth"}
+                               "nudge_injection_depth", "content_injection_depth",
+                               "cache_policy"}
+    assert params.cache_policy == "freshness"
     assert params.labels["content_injection_depth"] == "anchored (default)"
     # Showing writes nothing.
     stored = await stm.adapter.load_server_settings(SERVER)
@@ -32,7 +34,7 @@ async def test_set_subset_keeps_the_rest_and_refreshes_the_cache(stm: Stm) -> No
                                                render_mode="supersede")
     assert params.refresh_cadence == 1 and params.render_mode == "supersede"
     assert params.defaults == {"crude_message_count", "nudge_injection_depth",
-                               "content_injection_depth"}
+                               "content_injection_depth", "cache_policy"}
     assert params.labels["refresh_cadence"] == "every turn"
 
     params = await stm.admin.set_server_params(SERVER, crude_message_count=10,
@@ -71,6 +73,10 @@ async def test_range_edges_are_accepted(stm: Stm) -> None:
     ({"content_injection_depth": -2}, "content_injection_depth"),
     ({"content_injection_depth": 21}, "content_injection_depth"),
     ({"render_mode": "sideways"}, "render_mode"),
+    ({"cache_policy": "warm"}, "cache_policy"),
+    ({"cache_policy": ""}, "cache_policy"),
+    ({"cache_policy": 1}, "cache_policy"),
+    ({"cache_policy": ["stable"]}, "cache_policy"),
     ({"refresh_cadence": True}, "refresh_cadence"),
     ({"refresh_cadence": "5"}, "refresh_cadence"),
     # A good value beside a bad one: nothing at all is written.
@@ -96,7 +102,7 @@ async def test_reset_returns_to_defaults(stm: Stm) -> None:
     params = await stm.admin.reset_server_params(SERVER, names=["refresh_cadence"])
     assert params.refresh_cadence == 5 and params.nudge_injection_depth == 4
     params = await stm.admin.reset_server_params(SERVER)
-    assert params.nudge_injection_depth == 2 and len(params.defaults) == 5
+    assert params.nudge_injection_depth == 2 and len(params.defaults) == 6
     with pytest.raises(ValidationError):
         await stm.admin.reset_server_params(SERVER, names=["cadence"])
 
@@ -114,3 +120,16 @@ def test_friendly_labels() -> None:
     assert param_label("nudge_injection_depth", 2) == "before the last 2 turns"
     assert param_label("content_injection_depth", -1) == "anchored (default)"
     assert param_label("content_injection_depth", 0) == "tail"
+
+
+async def test_cache_policy_is_stored_shown_and_reaches_the_profile(stm: Stm) -> None:
+    await stm.profile_for(SERVER)  # warm the cache first
+    params = await stm.admin.set_server_params(SERVER, cache_policy="stable")
+    assert params.cache_policy == "stable" and "cache_policy" not in params.defaults
+    assert params.to_dict()["cache_policy"] == "stable"
+    assert params.labels["cache_policy"] == "prompt-cache stable"
+    assert (await stm.adapter.load_server_settings(SERVER)).cache_policy == "stable"
+    assert (await stm.profile_for(SERVER)).stable
+    params = await stm.admin.reset_server_params(SERVER, names=["cache_policy"])
+    assert params.cache_policy == "freshness" and "cache_policy" in params.defaults
+    assert not (await stm.profile_for(SERVER)).stable

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADLINE_KEYS = ("build_ratio", "record_ratio", "record_ratio_sqlite", "record_ratio_postgres",
-                 "concurrent_throughput_ratio", "vs_langgraph_saver", "vs_openai_session",
+HEADLINE_KEYS = ("build_ratio", "record_ratio", "record_ratio_sqlite", "turn_ratio_sqlite",
+                 "record_ratio_postgres", "concurrent_throughput_ratio", "vs_langgraph_saver",
+                 "vs_openai_session", "server_scale_ratio", "cpu_us_per_turn",
                  "bytes_per_turn", "scale_ratio", "janitor_writer_p99_ms",
                  "db_calls_per_warm_build")
 
@@ -70,6 +71,25 @@ def test_warm_build_makes_no_database_call_and_matches_the_floor(
     assert results["build_texts_equal"] is True, results["build_texts"]
 
 
+def test_floors_do_the_same_work_and_report_cpu(
+        tiny_run: tuple[dict[str, Any], Path, str]) -> None:
+    results, _, _ = tiny_run
+    # The whole-turn floor renders stm's texts, or turn_ratio_sqlite is meaningless.
+    assert results["turn_texts"]["texts_equal"] is True, results["turn_texts"]
+    floors = results["cpu_us_per_turn_floors"]
+    assert {"floor_thread_turn", "floor_thread_record"} <= set(floors)
+    assert all(v > 0 for v in floors.values()), floors
+    assert results["cpu_us_per_turn"] > 0
+    assert isinstance(results["bimodal_floors"], list)
+    for name in ("stm_turn_sqlite", "floor_thread_turn", "floor_thread_record"):
+        stats = results["scenarios"][name]
+        assert stats["cpu_us_per_turn"] > 0 and isinstance(stats["bimodal"], bool), name
+    # The group-commit floor did batch: fewer commits than turns.
+    concurrent = results["concurrent"]
+    assert concurrent["floor_batches"] < 2 * concurrent["tasks"] * concurrent["turns_per_task"]
+    assert results["meta"]["load_averages_end"] is not None
+
+
 def test_scenarios_report_median_p95_p99(tiny_run: tuple[dict[str, Any], Path, str]) -> None:
     results, _, _ = tiny_run
     names = set(results["scenarios"])
@@ -82,8 +102,9 @@ def test_scenarios_report_median_p95_p99(tiny_run: tuple[dict[str, Any], Path, s
 
 def test_targets_and_meta_describe_the_run(tiny_run: tuple[dict[str, Any], Path, str]) -> None:
     results, _, _ = tiny_run
-    assert {t["metric"] for t in results["targets"]} >= {"build_ratio", "record_ratio",
-                                                          "janitor_writer_p99_ms"}
+    assert {t["metric"] for t in results["targets"]} >= {
+        "build_ratio", "record_ratio_sqlite", "turn_ratio_sqlite", "server_scale_ratio",
+        "concurrent_throughput_ratio", "janitor_writer_p99_ms"}
     assert all(t["met"] in (True, False, None) for t in results["targets"])
     meta = results["meta"]
     assert meta["mode"] == "tiny" and meta["quick"] is True
@@ -97,5 +118,7 @@ def test_markdown_is_generated_from_the_same_run(
     results, out, _ = tiny_run
     text = (out / "RESULTS.md").read_text(encoding="utf-8")
     assert results["meta"]["date"] in text
-    for key in ("build_ratio", "record_ratio", "janitor_writer_p99_ms", "scale_ratio"):
+    for key in ("build_ratio", "record_ratio_sqlite", "turn_ratio_sqlite",
+                "server_scale_ratio", "janitor_writer_p99_ms", "scale_ratio"):
         assert f"`{key}`" in text
+    assert "## The floors" in text

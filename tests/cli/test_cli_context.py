@@ -82,3 +82,29 @@ def test_dialogue_file(stm_cli: RunStm, tmp_path: Path) -> None:
 def test_context_needs_a_user(stm_cli: RunStm) -> None:
     line = refused(stm_cli("context", "--server", "g1", "--channel", "c1"))
     assert "--user" in line
+
+
+def test_previous_shows_what_changed_since_the_last_turn(stm_cli: RunStm,
+                                                         tmp_path: Path) -> None:
+    edit = ("memory", "edit", "--server", "g1", "--channel", "c1", "--persona", "p1")
+    ok(stm_cli(*edit, "--summary", "The party met Bob."))
+    ok(stm_cli("server", "params", "set", "g1", "--cache-policy", "stable"))
+    first = tmp_path / "turn1.json"
+    first.write_text(ok(stm_cli("--json", "context", *TURN)).stdout, encoding="utf-8")
+
+    same = ok(stm_cli("--json", "context", *TURN, "--previous", str(first))).json()
+    assert {p["status"] for p in same["changes"]["parts"]} == {"unchanged"}
+    assert same["changes"]["prefix_reuse"] == 1.0
+
+    ok(stm_cli(*edit, "--summary", "The party met Bob and Mira."))
+    changed = ok(stm_cli("--json", "context", *TURN, "--previous", str(first))).json()
+    status = {p["part"]: p["status"] for p in changed["changes"]["parts"]}
+    assert status["memory block (same_channel)"] == "changed"
+    assert status["memory injection depth"] == "unchanged"
+    assert 0 < changed["changes"]["prefix_reuse"] < 1
+    human = ok(stm_cli("context", *TURN, "--previous", str(first)))
+    assert "memory block (same_channel): changed" in human.stdout
+
+    first.write_text("[1, 2]", encoding="utf-8")
+    assert "stm --json context" in refused(stm_cli("context", *TURN, "--previous",
+                                                   str(first)))

@@ -14,13 +14,14 @@ def test_params_show_set_reset(stm_cli: RunStm) -> None:
 
     human = ok(stm_cli("server", "params", "set", "g1", "--cadence", "1",
                        "--render-mode", "supersede", "--nudge-depth", "0",
-                       "--crude-messages", "4", "--content-depth", "3"))
+                       "--crude-messages", "4", "--content-depth", "3",
+                       "--cache-policy", "stable"))
     assert "every turn" in human.stdout and "tail" in human.stdout
 
     shown = ok(stm_cli("server", "params", "show", "g1", "--json")).json()
     assert (shown["refresh_cadence"], shown["render_mode"], shown["nudge_injection_depth"],
-            shown["crude_message_count"], shown["content_injection_depth"]) == (
-        1, "supersede", 0, 4, 3)
+            shown["crude_message_count"], shown["content_injection_depth"],
+            shown["cache_policy"]) == (1, "supersede", 0, 4, 3, "stable")
     assert shown["defaults"] == []
 
     reset = ok(stm_cli("--json", "server", "params", "reset", "g1", "--only",
@@ -34,8 +35,10 @@ def test_params_refusals(stm_cli: RunStm) -> None:
     assert "content_injection_depth" in refused(
         stm_cli("server", "params", "set", "g1", "--content-depth", "-2"))
     assert "server_id" in refused(stm_cli("server", "params", "show", "has space"))
+    assert "cache-policy" in refused(stm_cli("server", "params", "set", "g1",
+                                             "--cache-policy", "warm"))
     shown = ok(stm_cli("--json", "server", "params", "show", "g1")).json()
-    assert len(shown["defaults"]) == 5, "nothing was written"
+    assert len(shown["defaults"]) == 6, "nothing was written"
 
 
 def test_prompts_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:

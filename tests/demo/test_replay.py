@@ -234,3 +234,20 @@ async def test_the_replay_on_postgresql_matches_sqlite(pg_url: str,
     assert on_pg.turns == replayed.turns
     assert attrs.evolve(on_pg.summary, database="") == attrs.evolve(replayed.summary,
                                                                    database="")
+
+
+def test_the_closing_scene_undoes_a_bad_rewrite(replayed: DemoResult) -> None:
+    undo = replayed.summary.undo
+    assert undo is not None
+    assert "(nothing worth keeping)" in str(undo["bad"])
+    assert undo["restored"] == undo["before"] and "(nothing worth keeping)" not in str(
+        undo["restored"])
+    assert int(undo["rev"]) > int(undo["restored_from"])
+
+
+def test_both_cache_policies_prefix_reuse_is_reported(replayed: DemoResult) -> None:
+    figures = replayed.summary.prefix_reuse
+    assert set(figures) == {"freshness", "stable"}
+    assert figures["stable"]["mean_share"] > figures["freshness"]["mean_share"]
+    assert figures["stable"]["relative_cost"] < figures["freshness"]["relative_cost"]
+    assert replayed.to_json()["summary"]["prefix_reuse"] == figures

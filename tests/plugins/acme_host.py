@@ -2,7 +2,9 @@
 example plugins are installed: it loads the entry points as any host would and
 prints, as JSON, what one server's turns look like.
 
-    python acme_host.py DATABASE_URL RENDER_MODE
+    python acme_host.py DATABASE_URL RENDER_MODE [PROVIDER ...]
+
+The providers default to acme, acme-lite and openai.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def turn(channel_id: str, provider: str) -> Turn:
                 channel_names={HERE: "general", THERE: "heists"})
 
 
-async def main(url: str, render_mode: str) -> dict[str, Any]:
+async def main(url: str, render_mode: str, providers: list[str]) -> dict[str, Any]:
     async with open_store(url, settings=Settings(), load_entrypoints=True) as stm:
         await stm.admin.set_server_params(SERVER, render_mode=render_mode, refresh_cadence=1)
         # Another channel gets a summary and a recorded exchange.
@@ -38,7 +40,7 @@ async def main(url: str, render_mode: str) -> dict[str, Any]:
             [HistoryMessage(author_type="user", content="hello", speaker_name="Alice")],
             [PersonaResponse(content="Hi!", persona_name="Assistant")])
         out: dict[str, Any] = {"tool_call_ok": written.ok}
-        for provider in ("acme", "acme-lite", "openai"):
+        for provider in providers:
             ctx = await stm.build_context(turn(HERE, provider))
             out[provider] = {
                 "other_channels": [i.text for i in ctx.memory_items
@@ -50,4 +52,5 @@ async def main(url: str, render_mode: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2]))))
+    print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2],
+                                      sys.argv[3:] or ["acme", "acme-lite", "openai"]))))

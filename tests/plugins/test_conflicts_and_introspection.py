@@ -142,7 +142,7 @@ def test_describe_lists_loaded_failed_and_blocked_plugins(fake_site: FakeSite) -
     assert (by_name["other"].status, by_name["other"].error) == (
         "blocked", "disabled by block=")
     assert by_name["digest-a"].kind == "host"
-    assert by_name["stm_plugins.memory_storage"].distribution == "stm"
+    assert by_name["stm_plugins.memory_storage"].distribution == "stm-core"
     assert [i.status for i in infos][-2:] == ["failed", "blocked"]
 
 

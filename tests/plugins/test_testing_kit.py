@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from hookspecs import hookimpl
@@ -81,3 +84,11 @@ class TestRegistrationIsUndoneAfterEachTest:
 
     def test_it_is_gone_in_the_next_test(self, stm_plugin_manager: StmPluginManager) -> None:
         assert not stm_plugin_manager.has_plugin("no-tools-for-acme")
+
+
+def test_the_guide_lists_make_turns_defaults_as_they_are() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "plugins" / "guide.md").read_text()
+    table = guide.split("`make_turn()` with no arguments", 1)[1].split("\n\n", 2)[1]
+    rows = dict(re.findall(r"^\| `(\w+)` \| `(.+?)` \|$", table, re.MULTILINE))
+
+    assert rows == {name: repr(value).replace("'", '"') for name, value in TURN_DEFAULTS.items()}

@@ -65,6 +65,9 @@ async def cache_problems(stm: Any) -> list[str]:
     views = [(("server", sid), view) for sid, view in cache.servers._data.items()]
     views += [(("user", uid), user.memories) for uid, user in cache.users._data.items()]
     for (kind, ident), view in views:
+        times = [r.updated_at_ms for r in view.records.values()]
+        if times != sorted(times):
+            problems.append(f"the cached {kind} view {ident} is out of recency order")
         for key, record in view.records.items():
             stored = await adapter.get_memory(key)
             if stored != record:
@@ -75,7 +78,9 @@ async def cache_problems(stm: Any) -> list[str]:
         flt = (MemoryFilter(server_id=ident, scope_kind="server") if kind == "server"
                else MemoryFilter(user_id=ident, scope_kind="user"))
         for row in await adapter.list_memories(flt):
-            if row.updated_at_ms >= since and row.key not in view.records:
+            # A view bounded by cache_max_rows_per_view may lack rows it dropped.
+            if (row.updated_at_ms >= since and row.key not in view.records
+                    and not view.may_lack(row.updated_at_ms)):
                 problems.append(f"{row.key} stored but missing from the cached {kind} view")
     for sid, cached in cache.settings._data.items():
         stored_settings = await adapter.load_server_settings(sid)

@@ -49,6 +49,9 @@ SERVER_WRITES: dict[str, Call] = {
     "edit_memory": lambda a, who: a.edit_memory(channel_id="c1", server_id=SERVER,
                                                 user_id=who.user_id, summary="edited",
                                                 actor=who),
+    "undo_memory": lambda a, who: a.undo_memory(channel_id="c1", server_id=SERVER, actor=who),
+    "restore_memory": lambda a, who: a.restore_memory(channel_id="c1", server_id=SERVER,
+                                                      rev=1, actor=who),
     "clear_channel": lambda a, who: a.clear_channel("c1", actor=who),
     "import_config": lambda a, who: a.import_config(SERVER, {
         "format": "stm-server-config", "version": 1}, actor=who),
@@ -64,6 +67,8 @@ SERVER_VIEWS: dict[str, Call] = {
     "view_memory": lambda a, who: a.view_memory(channel_id="c1", server_id=SERVER, actor=who),
     "list_personas": lambda a, who: a.list_personas(channel_id="c1", server_id=SERVER,
                                                     actor=who),
+    "memory_history": lambda a, who: a.memory_history(channel_id="c1", server_id=SERVER,
+                                                      actor=who),
 }
 
 #: A user's own data: only that user.
@@ -77,13 +82,22 @@ OWN_DATA: dict[str, Callable[[Admin, Actor, str], Coroutine[Any, Any, Any]]] = {
                                                            actor=who),
     "edit_memory": lambda a, who, owner: a.edit_memory(channel_id="dm", user_id=owner,
                                                        summary="mine", actor=who),
+    "memory_history": lambda a, who, owner: a.memory_history(channel_id="dm", user_id=owner,
+                                                             actor=who),
+    "undo_memory": lambda a, who, owner: a.undo_memory(channel_id="dm", user_id=owner,
+                                                       actor=who),
+    "restore_memory": lambda a, who, owner: a.restore_memory(channel_id="dm", user_id=owner,
+                                                             rev=1, actor=who),
 }
 
 
 async def seeded(stm: Stm) -> Stm:
-    await stm.admin.edit_memory(channel_id="c1", server_id=SERVER, user_id="manager",
-                                summary="shared memory")
-    await stm.admin.edit_memory(channel_id="dm", user_id="owner", summary="a DM memory")
+    # Twice each, so there is a revision to undo to.
+    for version in ("", ", revised"):
+        await stm.admin.edit_memory(channel_id="c1", server_id=SERVER, user_id="manager",
+                                    summary="shared memory" + version)
+        await stm.admin.edit_memory(channel_id="dm", user_id="owner",
+                                    summary="a DM memory" + version)
     return stm
 
 

@@ -11,7 +11,7 @@ from stm_core.hooks import Hooks
 from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
-from stm_core.testing.conformance import StorageAdapterConformance
+from stm_core.testing.conformance import MemoryHistoryConformance, StorageAdapterConformance
 
 
 async def open_adapter(url: str) -> StorageAdapter:
@@ -22,7 +22,7 @@ async def open_adapter(url: str) -> StorageAdapter:
     return adapter
 
 
-class TestMemoryAdapter(StorageAdapterConformance):
+class TestMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance):
     @pytest.fixture
     async def adapter(self) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter("memory://")
@@ -30,7 +30,7 @@ class TestMemoryAdapter(StorageAdapterConformance):
         await adapter.aclose()
 
 
-class TestSqliteFileAdapter(StorageAdapterConformance):
+class TestSqliteFileAdapter(StorageAdapterConformance, MemoryHistoryConformance):
     @pytest.fixture
     async def adapter(self, tmp_path: Path) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter(f"sqlite+aiosqlite:///{tmp_path / 'stm.db'}")
@@ -38,7 +38,7 @@ class TestSqliteFileAdapter(StorageAdapterConformance):
         await adapter.aclose()
 
 
-class TestSqliteInMemoryAdapter(StorageAdapterConformance):
+class TestSqliteInMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance):
     @pytest.fixture
     async def adapter(self) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter("sqlite+aiosqlite:///:memory:")
@@ -46,7 +46,7 @@ class TestSqliteInMemoryAdapter(StorageAdapterConformance):
         await adapter.aclose()
 
 
-class TestPostgresAdapter(StorageAdapterConformance):
+class TestPostgresAdapter(StorageAdapterConformance, MemoryHistoryConformance):
     @pytest.fixture
     async def adapter(self, pg_url: str) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter(pg_url)

@@ -21,12 +21,13 @@ from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url, parse_sqlite
 
 from .helpers import turn
 
-#: A test-only version 2: a new column, filled for the rows that exist.
+LATEST = MIGRATIONS[-1].version
+#: A test-only next version: a new column, filled for the rows that exist.
 ADD_NOTE = MigrationStep(
-    version=2, description="memories get a note",
+    version=LATEST + 1, description="memories get a note",
     statements=lambda dialect: ["ALTER TABLE stm_memories ADD COLUMN note TEXT",
                                 "UPDATE stm_memories SET note = 'from v1'"])
-WITH_V2 = (*MIGRATIONS, ADD_NOTE)
+WITH_NEXT = (*MIGRATIONS, ADD_NOTE)
 
 
 def adapter_for(url: str, migrations: Sequence[MigrationStep] = MIGRATIONS) -> SqlStorageAdapter:
@@ -51,33 +52,36 @@ async def fetch(url: str, sql: str) -> list[tuple[object, ...]]:
 async def test_upgrade_keeps_the_data(db_url: str) -> None:
     v1 = adapter_for(db_url)
     status = await v1.setup()
-    assert (status.from_version, status.to_version, status.created) == (None, 1, True)
+    assert (status.from_version, status.to_version, status.created) == (None, LATEST, True)
     written = await v1.capture(turn("c1", texts=("kept across the upgrade",)))
     await v1.aclose()
 
-    v2 = adapter_for(db_url, WITH_V2)
+    v2 = adapter_for(db_url, WITH_NEXT)
     try:
         status = await v2.setup()
-        assert (status.from_version, status.to_version, status.created) == (1, 2, False)
+        assert (status.from_version, status.to_version, status.created) == (
+            LATEST, LATEST + 1, False)
         for record in written:
             assert await v2.get_memory(record.key) == record
         after = await v2.capture(turn("c1"))
         assert after[0].rev == written[0].rev + 1
         assert await fetch(db_url, "SELECT version FROM stm_schema_version ORDER BY version") == [
-            (1,), (2,)]
+            (v,) for v in range(1, LATEST + 2)]
         notes = await fetch(db_url, "SELECT note FROM stm_memories")
         assert notes == [("from v1",), ("from v1",)]
         again = await v2.setup()
-        assert (again.from_version, again.to_version, again.created) == (2, 2, False)
+        assert (again.from_version, again.to_version, again.created) == (
+            LATEST + 1, LATEST + 1, False)
     finally:
         await v2.aclose()
 
 
 async def test_a_fresh_database_replays_every_step(db_url: str) -> None:
-    adapter = adapter_for(db_url, WITH_V2)
+    adapter = adapter_for(db_url, WITH_NEXT)
     try:
         status = await adapter.setup()
-        assert (status.from_version, status.to_version, status.created) == (None, 2, True)
+        assert (status.from_version, status.to_version, status.created) == (
+            None, LATEST + 1, True)
         await adapter.capture(turn("c1"))
         assert await fetch(db_url, "SELECT note FROM stm_memories") == [(None,), (None,)]
     finally:
@@ -85,12 +89,12 @@ async def test_a_fresh_database_replays_every_step(db_url: str) -> None:
 
 
 async def test_a_newer_schema_is_refused(db_url: str) -> None:
-    newer = adapter_for(db_url, WITH_V2)
+    newer = adapter_for(db_url, WITH_NEXT)
     await newer.setup()
     await newer.aclose()
     older = adapter_for(db_url)
     try:
-        with pytest.raises(ConfigurationError, match="version 2"):
+        with pytest.raises(ConfigurationError, match=f"version {LATEST + 1}"):
             await older.setup()
     finally:
         await older.aclose()
@@ -101,9 +105,29 @@ async def test_setup_from_two_places_at_once_creates_once(db_url: str) -> None:
     try:
         statuses = await asyncio.gather(*(a.setup() for a in adapters))
         assert sorted(s.created for s in statuses) == [False, False, True]
-        assert await fetch(db_url, "SELECT version FROM stm_schema_version") == [(1,)]
+        assert await fetch(db_url, "SELECT version FROM stm_schema_version ORDER BY version") == [
+            (v,) for v in range(1, LATEST + 1)]
         await adapters[0].capture(turn("c1"))
         assert await adapters[2].get_memory(MemoryKey.server("g1", "c1", None)) is not None
+    finally:
+        for a in adapters:
+            await a.aclose()
+
+
+async def test_eight_openers_upgrade_at_once_and_apply_the_step_once(db_url: str) -> None:
+    current = adapter_for(db_url)
+    await current.setup()
+    await current.capture(turn("c1"))
+    await current.aclose()
+    adapters = [adapter_for(db_url, WITH_NEXT) for _ in range(8)]
+    try:
+        statuses = await asyncio.gather(*(a.setup() for a in adapters))
+        nxt = LATEST + 1
+        assert {(s.from_version, s.to_version) for s in statuses} <= {(LATEST, nxt), (nxt, nxt)}
+        assert sum(s.from_version == LATEST for s in statuses) == 1  # one applied it
+        assert await fetch(db_url, "SELECT version FROM stm_schema_version ORDER BY 1") == [
+            (v,) for v in range(1, nxt + 1)]
+        assert await fetch(db_url, "SELECT DISTINCT note FROM stm_memories") == [("from v1",)]
     finally:
         for a in adapters:
             await a.aclose()
@@ -126,7 +150,7 @@ async def test_migrated_schema_matches_the_table_definitions(tmp_path: Path) -> 
 
 
 async def test_steps_must_be_numbered_in_order() -> None:
-    skip = MigrationStep(version=3, description="gap", statements=lambda d: [])
+    skip = MigrationStep(version=LATEST + 2, description="gap", statements=lambda d: [])
     with pytest.raises(ValueError, match="numbered"):
         adapter_for("sqlite:///:memory:", (*MIGRATIONS, skip))
 

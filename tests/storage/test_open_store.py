@@ -9,6 +9,7 @@ import pytest
 from stm_core.clock import ManualClock
 from stm_core.errors import ConfigurationError
 from stm_core.storage.records import MemoryKey, MemoryWrite
+from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS
 
 from .helpers import OpenStm, turn
 
@@ -27,7 +28,8 @@ async def round_trip(open_stm: OpenStm, url: str, clock: ManualClock, *,
     async with open_stm(url) as stm:
         status = stm.schema_status
         assert status is not None
-        assert (status.created, status.from_version, status.to_version) == (False, 1, 1)
+        assert (status.created, status.from_version, status.to_version) == (
+            False, MIGRATIONS[-1].version, MIGRATIONS[-1].version)
         view = await stm.server_memories("g1")
         record = view.records[MemoryKey.server("g1", "c1", None)]
         assert record.summary == "remembered"

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from stm_core.errors import StorageError
-from stm_core.storage.records import CaptureWrite, MemoryKey, MemoryWrite
+from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey, MemoryWrite
 from stm_plugins.sqlalchemy_storage.postgres_adapter import MAX_JOINED_UPSERTS, PostgresAdapter
 from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url
 
@@ -87,3 +87,37 @@ async def test_a_closed_postgres_adapter_refuses_work(pg_url: str) -> None:
         await adapter.capture(turn("c1"))
     with pytest.raises(StorageError, match="closed"):
         await adapter.get_memory(MemoryKey.server("g1", "c1", None))
+
+
+async def test_postgres_releases_pool_connections_without_a_reset_round_trip(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """stm leaves no session state on pooled connections, so releasing one
+    sends nothing (asyncpg's default would send RESET ALL, UNLISTEN * and more
+    on every release); an open transaction is still rolled back by asyncpg."""
+    import asyncpg
+
+    sent: list[str] = []
+    real_execute = asyncpg.Connection.execute
+
+    async def spy(self: asyncpg.Connection, query: str, *args: object,
+                  **kwargs: object) -> str:
+        sent.append(query)
+        return await real_execute(self, query, *args, **kwargs)
+
+    async with adapter_on(pg_url) as adapter:
+        assert isinstance(adapter, PostgresAdapter)
+        monkeypatch.setattr(asyncpg.Connection, "execute", spy)
+        await asyncio.gather(*(adapter.capture(turn(f"c{n}")) for n in range(20)))
+        assert not [q for q in sent if "RESET" in q.upper() or "UNLISTEN" in q.upper()]
+        pool = await adapter._connect_pool()
+        async with pool.acquire() as conn:
+            tx = conn.transaction()
+            await tx.start()
+            await conn.execute("CREATE TEMP TABLE left_open (n int)")
+        # The transaction left open was rolled back on release: nothing of it stays.
+        for _ in range(pool.get_size()):
+            async with pool.acquire() as conn:
+                assert not conn.is_in_transaction()
+                assert await conn.fetchval("SELECT to_regclass('pg_temp.left_open')") is None
+        rows = await adapter.list_memories(MemoryFilter(server_id="g1", scope_kind="server"))
+        assert len(rows) == 20

@@ -17,6 +17,7 @@ import pytest
 from stm_core.errors import ConfigurationError, StorageError
 from stm_core.settings import Settings
 from stm_core.storage.records import CaptureWrite, MemoryKey
+from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
 from stm_plugins.sqlalchemy_storage.urls import parse_sqlite_url
 
@@ -71,6 +72,7 @@ async def test_queued_writes_commit_as_one_batch_and_all_land(adapter: SqliteAda
     results = await asyncio.gather(*tasks)
     assert all(len(r) == 2 for r in results)
     assert adapter.writer.stats.largest_batch >= n
+    assert adapter.writer.stats.retried_batches == 0  # nothing failed: no savepoints
     assert await adapter.count_memories() == 2 * n
     for i in range(n):
         stored = await adapter.get_memory(MemoryKey.server("g1", f"c{i}", None))
@@ -93,6 +95,9 @@ async def test_a_failing_write_in_a_batch_loses_nobody_elses(adapter: SqliteAdap
     assert isinstance(failure.value.__cause__, sqlite3.IntegrityError)
     await asyncio.gather(*good, *more)
     assert adapter.writer.stats.largest_batch >= 41
+    # The batch ran without savepoints, failed, and ran again job by job.
+    assert adapter.writer.stats.retried_batches == 1
+    assert adapter.writer.stats.failed_jobs == 1
     assert await adapter.count_memories() == 80
     assert await adapter.get_memory(MemoryKey.server("g1", "mixed", None)) is None
 
@@ -149,7 +154,7 @@ async def test_writes_survive_a_restart(tmp_path: Path) -> None:
     second = sqlite_adapter(path)
     try:
         status = await second.setup()
-        assert (status.created, status.from_version) == (False, 1)
+        assert (status.created, status.from_version) == (False, MIGRATIONS[-1].version)
         assert await second.get_memory(written[0].key) == written[0]
         assert await second.get_memory(written[1].key) == written[1]
     finally:

@@ -1,0 +1,202 @@
+"""The write floors built on stm's own mechanism, minus stm.
+
+:class:`ThreadWriter` is stdlib ``sqlite3`` on one dedicated thread, the way
+stm's SQLite adapter writes, with nothing else: a caller puts a job on a
+queue and awaits a future the thread settles with ``call_soon_threadsafe``
+(one hop per turn). The thread drains whatever is queued and commits it as
+one transaction, so with one caller at a time it commits every turn alone and
+with many callers it is a plain group-commit writer. It runs the very SQL
+text stm compiled for the capture upsert (taken from an stm store on the same
+file), with the same pragmas and the same WAL checkpoint policy (automatic
+checkpoints off on the writer; a ``PASSIVE`` checkpoint on a second
+connection once the WAL passes 4 MiB, looked at every 64 writes).
+
+:class:`RawAsyncpg` sends stm's single PostgreSQL statement (both upserts and
+the change notice in one statement) on one plain asyncpg connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from bench import workload as w
+from bench.floors import CRUDE_TTL_MS, SUMMARY_TTL_MS, guild_keys
+from stm_core.models import HistoryMessage, PersonaResponse
+from stm_plugins.sqlalchemy_storage.sqlite_adapter import BUSY_TIMEOUT_MS, CHECKPOINT_WAL_BYTES
+
+#: How often the WAL size is looked at (writes), as stm's adapter does.
+CHECKPOINT_CHECK_EVERY = 64
+_STOP = None
+_Job = tuple[list[dict[str, Any]], asyncio.AbstractEventLoop, "asyncio.Future[list[Any]]"]
+
+
+def capture_params(server: str, channel: str, user: str, payload: str,
+                   now_ms: int) -> list[dict[str, Any]]:
+    """The two capture rows of a guild turn, as stm binds them."""
+    return [{"scope_kind": k[0], "server_id": k[1], "user_id": k[2], "channel_id": k[3],
+             "persona_id": k[4], "parent_channel_id": None, "persona_lineage_id": w.LINEAGE_ID,
+             "messages": payload, "inc": inc, "now": now_ms, "crude_ttl": CRUDE_TTL_MS,
+             "summary_ttl": SUMMARY_TTL_MS}
+            for k, inc in zip(guild_keys(server, channel, user), (1, 0), strict=True)]
+
+
+def connect(path: str, synchronous: str = "NORMAL") -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                           timeout=BUSY_TIMEOUT_MS / 1000, cached_statements=256)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+class ThreadWriter:
+    """One thread, one connection, one commit per batch of queued turns."""
+
+    def __init__(self, path: str, capture_sql: str) -> None:
+        self.path = path
+        self.sql = capture_sql
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._writes = 0
+        self._checkpoint: asyncio.Future[Any] | None = None
+        self.batches = 0
+        #: Column names of the rows the upsert returns (known after the first write).
+        self.columns: tuple[str, ...] = ()
+
+    def start(self) -> ThreadWriter:
+        conn = connect(self.path)
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        self._thread = threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                                        name="floor-sqlite-writer")
+        self._thread.start()
+        return self
+
+    async def record(self, server: str, channel: str, user: str,
+                     hist: Sequence[HistoryMessage], resp: Sequence[PersonaResponse],
+                     now_ms: int) -> list[Any]:
+        payload = w.messages_payload(hist, resp, now_ms)
+        return await self.write(capture_params(server, channel, user, payload, now_ms))
+
+    async def write(self, rows: list[dict[str, Any]]) -> list[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[Any]] = loop.create_future()
+        self._queue.put((rows, loop, future))
+        result = await future
+        self._writes += 1
+        if self._writes % CHECKPOINT_CHECK_EVERY == 0:
+            self._maybe_checkpoint()
+        return result
+
+    def _maybe_checkpoint(self) -> None:
+        if self._checkpoint is not None and not self._checkpoint.done():
+            return
+        try:
+            wal = os.stat(self.path + "-wal").st_size
+        except OSError:
+            return
+        if wal >= CHECKPOINT_WAL_BYTES:
+            self._checkpoint = asyncio.ensure_future(asyncio.to_thread(self._passive))
+
+    def _passive(self) -> None:
+        conn = connect(self.path)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            conn.close()
+
+    def _serve(self, conn: sqlite3.Connection) -> None:
+        sql = self.sql
+        while True:
+            job = self._queue.get()
+            if job is _STOP:
+                conn.close()
+                return
+            batch = [job]
+            while True:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is _STOP:
+                    self._queue.put(_STOP)
+                    break
+                batch.append(more)
+            self.batches += 1
+            loop = batch[0][1]  # type: ignore[index]
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                done = [(fut, [self._upsert(conn, sql, p) for p in rows])
+                        for rows, _loop, fut in batch]  # type: ignore[misc]
+                conn.execute("COMMIT")
+            except Exception as exc:  # a floor that fails must say so, not hang
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                loop.call_soon_threadsafe(_fail, [job[2] for job in batch], exc)  # type: ignore[index]
+                continue
+            loop.call_soon_threadsafe(_settle, done)
+
+    def _upsert(self, conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> Any:
+        cursor = conn.execute(sql, params)
+        row = cursor.fetchall()[0]
+        if not self.columns:
+            self.columns = tuple(d[0] for d in cursor.description)
+        return row
+
+    async def close(self) -> None:
+        if self._checkpoint is not None:
+            await asyncio.wait([self._checkpoint])
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
+
+
+def _fail(futures: list[asyncio.Future[list[Any]]], exc: Exception) -> None:
+    for future in futures:
+        future.set_exception(exc)
+
+
+def _settle(done: list[tuple[asyncio.Future[list[Any]], list[Any]]]) -> None:
+    for future, rows in done:
+        future.set_result(rows)
+
+
+class RawAsyncpg:
+    """stm's one capture statement on one asyncpg connection (no pool)."""
+
+    def __init__(self, dsn: str, schema: str, sql: str, names: Sequence[tuple[int, str]],
+                 constants: dict[str, Any]) -> None:
+        self.dsn = dsn
+        self.schema = schema
+        self.sql = sql
+        self.slots = tuple(names)
+        self.constants = constants
+        self._conn: Any = None
+
+    async def open(self) -> RawAsyncpg:
+        import asyncpg
+
+        self._conn = await asyncpg.connect(self.dsn,
+                                           server_settings={"search_path": self.schema})
+        return self
+
+    async def record(self, server: str, channel: str, user: str,
+                     hist: Sequence[HistoryMessage], resp: Sequence[PersonaResponse],
+                     now_ms: int) -> list[Any]:
+        payload = w.messages_payload(hist, resp, now_ms)
+        rows = capture_params(server, channel, user, payload, now_ms)
+        args = [rows[r][n] if r >= 0 else self.constants[n] for r, n in self.slots]
+        result: list[Any] = await self._conn.fetch(self.sql, *args)
+        return result
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None

@@ -1,0 +1,43 @@
+"""Prefix reuse arithmetic: shares, the first turn, the cost estimate."""
+
+from __future__ import annotations
+
+import pytest
+
+from stm_core.models import ContextItem, StmContext
+from stm_core.prompt_reuse import (
+    CACHE_READ_PRICE,
+    CACHE_WRITE_PRICE,
+    PrefixReuse,
+    assemble,
+    shared_prefix,
+)
+
+
+def test_shares_are_measured_per_conversation_from_the_second_turn() -> None:
+    reuse = PrefixReuse()
+    assert reuse.observe("a", "0123456789") is None
+    assert reuse.observe("b", "zzzz") is None, "another conversation has no previous"
+    assert reuse.observe("a", "0123456789ab") == pytest.approx(10 / 12)
+    assert reuse.observe("a", "X123") == 0.0
+    figures = reuse.figures()
+    assert figures.turns == 2
+    assert figures.mean_share == pytest.approx((10 / 12 + 0) / 2)
+    assert figures.char_share == pytest.approx(10 / 16)
+    expected = (CACHE_READ_PRICE * 10 + CACHE_WRITE_PRICE * 6) / 16
+    assert figures.relative_cost == pytest.approx(expected)
+
+
+def test_no_turns_costs_as_much_as_no_cache() -> None:
+    figures = PrefixReuse().figures()
+    assert (figures.turns, figures.relative_cost) == (0, 1.0)
+
+
+def test_assemble_splices_the_block_and_the_nudge() -> None:
+    ctx = StmContext(memory_items=(ContextItem(text="MEMORY", kind="same_channel"),),
+                     nudge_item=ContextItem(text="NUDGE", kind="nudge"),
+                     memory_injection_depth=0, nudge_injection_depth=0)
+    prompt = assemble("SYS", [{"role": "user", "content": "hi"}], ctx)
+    assert prompt.index("SYS") < prompt.index("hi") < prompt.index("MEMORY") < prompt.index(
+        "NUDGE")
+    assert shared_prefix(prompt, prompt + "more") == len(prompt)

@@ -1,0 +1,1 @@
+"""One plugin per mistake; each module is its own entry point."""
