@@ -82,3 +82,10 @@ async def test_blank_categories_fall_back_to_the_summary_in_category_mode(stm: S
 async def test_blank_categories_in_summary_mode_render_nothing(stm: Stm) -> None:
     await write(stm, server_key(QUEST), categories={"goals": "   "})
     assert same_text(await stm.build_context(make_turn())) is None
+
+
+async def test_summary_mode_shows_stored_categories_one_per_line(stm: Stm) -> None:
+    await write(stm, server_key(QUEST), categories={"goals": "find the key", "party_mood": "calm"})
+    text = same_text(await stm.build_context(make_turn()))
+    assert text is not None
+    assert "Goals: find the key\nParty Mood: calm" in text

@@ -56,3 +56,8 @@ def test_expanded_text_is_cut_at_the_ceiling() -> None:
     assert MAX_EXPANDED_LENGTH == 64_000
     exact = "{m}" * (MAX_EXPANDED_LENGTH // 1000)
     assert len(expand(exact, {"m": big})) == MAX_EXPANDED_LENGTH
+
+
+def test_text_without_placeholders_is_returned_whole_whatever_its_length() -> None:
+    long = "a" * (MAX_EXPANDED_LENGTH + 10)
+    assert expand(long, {"x": "y"}) == long
