@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from stm_core.clock import ManualClock
 from stm_core.plugin_types import Actor
 from tests.conftest import OpenStm
 
-WHERE = {"server_id": "g1", "channel_id": "c1", "persona_id": "p1"}
+WHERE: dict[str, Any] = {"server_id": "g1", "channel_id": "c1", "persona_id": "p1"}
 KEY = {"scope_kind": "server", "server_id": "g1", "user_id": "", "channel_id": "c1",
        "persona_id": "p1"}
 
