@@ -266,7 +266,7 @@ MALFORMED_IDS = ["", "a b", "x" * 129, "tab\there", "nul\x00"]
 
 
 def malformed_id_cases() -> list[tuple[str, str, Any]]:
-    cases = []
+    cases: list[tuple[str, str, Any]] = []
     for method_name, method in admin_methods():
         for name, (kind, _, _) in parameters(method).items():
             if kind == "id" and name != "persona_id":  # "" is the persona-less memory
