@@ -45,7 +45,6 @@ from stm_core.arguments import (
 )
 from stm_core.cache import MemoryCache, MemoryView, UserView
 from stm_core.clock import Clock, SystemClock
-from stm_core.detach import Detachable
 from stm_core.errors import ConfigurationError, ValidationError
 from stm_core.hooks import Hooks
 from stm_core.models import (
@@ -407,15 +406,11 @@ class Stm:
         write that fails may still have committed (a connection lost during
         COMMIT), so the views of its keys are dropped and reload.
         """
-        running = Detachable(write)
+        task = asyncio.ensure_future(write)
         try:
-            records = await running
+            records = await asyncio.shield(task)
         except asyncio.CancelledError:
-            if running.detached is None:  # the write itself was cancelled
-                self.cache.drop_scopes(keys)
-            else:
-                running.detached.add_done_callback(
-                    lambda done: self._apply_when_done(done, keys))
+            task.add_done_callback(lambda done: self._apply_when_done(done, keys))
             raise
         except BaseException:
             self.cache.drop_scopes(keys)
