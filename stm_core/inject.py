@@ -13,6 +13,11 @@ Two shapes of message list are understood, item by item:
 * **tagged objects** (our :class:`~stm_core.models.ContextItem`, or any object
   with a ``tag`` attribute): only ``DIALOGUE_HISTORY`` items count.
 
+Under the ``stable`` cache policy a host may pass the conversation's previous
+prompt (what ``inject`` returned last turn): a block whose text has not
+changed then stays exactly where it was, so the previous prompt stays a prefix
+of the new one and a provider's prompt cache serves all of it.
+
 Insertion never lands between an assistant message that calls tools and its
 tool results (DESIGN decision 12): such a position moves up to just before the
 assistant message, so the item is never closer to the end than its depth asks.
@@ -122,6 +127,35 @@ def anchored_index(messages: Sequence[object]) -> int:
     return index
 
 
+def _text(item: object) -> object:
+    """The text of a message dict or of one of our items."""
+    if isinstance(item, Mapping):
+        return item.get("content")
+    return getattr(item, "text", getattr(item, "content", None))
+
+
+def kept_block_index(messages: Sequence[object], previous: Sequence[object],
+                     block: Sequence[ContextItem]) -> int | None:
+    """Where the unchanged ``block`` sat in ``previous``, as an index into
+    ``messages``, or ``None`` when it cannot stay there.
+
+    It stays only if ``previous`` holds the block's texts, in order, as one run
+    of stm items and everything above that run is the same in ``messages``:
+    then the whole of the previous prompt up to the block is still the new
+    prompt's start.
+    """
+    texts = [item.text for item in block]
+    size = len(texts)
+    for at in range(len(previous) - size + 1):
+        run = previous[at:at + size]
+        if all(_get(m, "role") != "system" and _text(m) == t for m, t in zip(run, texts,
+                                                                               strict=True)):
+            if at <= len(messages) and list(previous[:at]) == list(messages[:at]):
+                return keep_tool_calls_together(messages, at)
+            return None
+    return None
+
+
 def as_message(item: ContextItem, *, keep_tags: bool = False) -> dict[str, Any]:
     """One of our items as a chat-message dict (``role`` is always ``user``)."""
     message: dict[str, Any] = {"role": item.role, "content": item.text}
@@ -140,7 +174,8 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
            anchor_index: int | None = None,
            keep_tags: bool = False,
            as_dicts: bool | None = None,
-           is_dialogue: Callable[[Any], bool] = is_dialogue_turn) -> list[Any]:
+           is_dialogue: Callable[[Any], bool] = is_dialogue_turn,
+           previous: Sequence[Any] | None = None) -> list[Any]:
     """The host's message list with the memory block and the nudge spliced in.
 
     :param messages: the assembled prompt: chat-message dicts or tagged items.
@@ -158,6 +193,11 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
         holds any dict or is empty, items otherwise.
     :param is_dialogue: what counts as one dialogue turn; see
         :func:`is_dialogue_turn`.
+    :param previous: the list ``inject`` returned for this conversation's
+        previous turn. Used under the ``stable`` cache policy only: a block
+        whose text is unchanged stays where it was in ``previous`` when
+        everything above it is unchanged too (see :func:`kept_block_index`);
+        otherwise it goes where its depth says.
 
     The block's items keep their order. Both positions are computed on the
     original list (inserted items are never counted), and at the same position
@@ -171,7 +211,11 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
     inserts: dict[int, list[Any]] = {}
     if ctx.memory_items:
         depth = ctx.memory_injection_depth
-        if depth >= 0:
+        kept = (kept_block_index(messages, previous, ctx.memory_items)
+                if previous is not None and ctx.cache_policy == "stable" else None)
+        if kept is not None:
+            at = kept
+        elif depth >= 0:
             at = dialogue_insertion_index(messages, depth, is_dialogue=is_dialogue)
         else:
             at = anchored_index(messages) if anchor_index is None else anchor_index
@@ -203,5 +247,6 @@ __all__ = [
     "insert_at_dialogue_depth",
     "is_dialogue_turn",
     "keep_tool_calls_together",
+    "kept_block_index",
     "splits_tool_call",
 ]

@@ -107,6 +107,16 @@ class Settings:
                 f"STM_DEFAULT_RENDER_MODE must be a render mode key (letters, digits, '_', "
                 f"'-' or '.'), got {value!r}")
 
+    #: Prompt-cache policy of servers that set none, and of direct messages
+    #: (``None``: ``freshness``); see docs/concepts.md, "Prompt caches".
+    default_cache_policy: str | None = attrs.field(default=None)
+
+    @default_cache_policy.validator
+    def _check_cache_policy(self, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None and value not in CACHE_POLICIES:
+            raise ConfigurationError(f"STM_DEFAULT_CACHE_POLICY must be one of "
+                                     f"{', '.join(CACHE_POLICIES)}, got {value!r}")
+
     #: Earlier summary/category revisions kept per memory row for undo (0: none).
     memory_history_revisions: int = attrs.field(default=10)
 
@@ -139,6 +149,11 @@ class Settings:
     def render_mode(self) -> str:
         """The render mode of servers that chose none."""
         return self.default_render_mode or DEFAULT_RENDER_MODE
+
+    @property
+    def cache_policy(self) -> str:
+        """The prompt-cache policy of servers that chose none and of DMs."""
+        return self.default_cache_policy or DEFAULT_CACHE_POLICY
 
     @property
     def crude_ttl_ms(self) -> int:
@@ -231,6 +246,7 @@ ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
     "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
     "STM_DEFAULT_RENDER_MODE": ("default_render_mode", _str),
+    "STM_DEFAULT_CACHE_POLICY": ("default_cache_policy", _str),
 
     "STM_MEMORY_HISTORY_REVISIONS": ("memory_history_revisions", int),
 }
