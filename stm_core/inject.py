@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from stm_core.errors import ValidationError
 from stm_core.models import DIALOGUE_HISTORY, ContextItem, StmContext
 
 T = TypeVar("T")
@@ -203,6 +204,11 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
     original list (inserted items are never counted), and at the same position
     the block goes first, so at equal depth the nudge sits right below it.
     """
+    if previous is not None and (not isinstance(previous, Sequence)
+                                 or isinstance(previous, str | bytes | bytearray)):
+        raise ValidationError(f"previous must be the message list inject returned on the "
+                              f"previous turn, got {type(previous).__name__}",
+                              field="previous", allowed="a list of messages")
     dicts = _wants_dicts(messages) if as_dicts is None else as_dicts
 
     def convert(item: ContextItem) -> Any:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from stm_core.errors import ValidationError
 from stm_core.inject import inject, kept_block_index
 from stm_core.models import ContextItem, StmContext
 
@@ -90,3 +93,14 @@ def test_the_kept_place_never_splits_a_tool_call() -> None:
     previous = [*base, calls, {"role": "user", "content": "other channels"}]
     out = inject([*base, calls, result], ctx(OTHER), previous=previous)
     assert out.index(result) == out.index(calls) + 1
+
+
+@pytest.mark.parametrize("bad", [5, "abc", b"xx", {"role": "user"}, object()])
+def test_a_previous_prompt_that_is_no_list_is_refused(bad: object) -> None:
+    with pytest.raises(ValidationError, match="previous"):
+        inject(dialogue(3), ctx(SAME), previous=bad)  # type: ignore[arg-type]
+
+
+def test_previous_entries_of_any_shape_only_fail_to_match() -> None:
+    out = inject(dialogue(3), ctx(SAME), previous=[None, 3, "this channel", {"x": 1}])
+    assert out[-1]["content"] == "this channel"
