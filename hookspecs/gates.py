@@ -8,7 +8,8 @@ from hookspecs.markers import hookspec
 class ToolGateSpecs:
     @hookspec
     def stm_tool_available(self, provider: str, has_tools: bool, stm_enabled: bool,
-                           explicit_long_term_intent: bool) -> bool | None:
+                           explicit_long_term_intent: bool,
+                           model: str | None) -> bool | None:
         """Vote on whether the STM tool (and so the nudge) is available.
 
         When: while building a turn's context and its tool schema, and again
@@ -20,6 +21,10 @@ class ToolGateSpecs:
         :param has_tools: the provider/model supports tool calls at all.
         :param stm_enabled: the server's short-term-memory capability switch.
         :param explicit_long_term_intent: the user asked for a long-term action.
+        :param model: the turn's model (``Turn.model``), or ``None`` when the host
+            did not say.
+
+            .. versionadded:: 0.2
         :return: ``False`` to deny (any ``False`` wins), ``True`` to allow, or
             ``None`` to abstain. With no ``False`` the tool is available.
 
@@ -28,5 +33,11 @@ class ToolGateSpecs:
             @hookimpl
             def stm_tool_available(provider):
                 return False if provider == "textsynth" else None
+
+        Example (one model of a provider without tool calling)::
+
+            @hookimpl
+            def stm_tool_available(provider, model):
+                return False if (provider, model) == ("openai", "o1-mini") else None
         """
         raise NotImplementedError

@@ -19,9 +19,16 @@ from stm_core.errors import (
     StorageError,
     TemplateError,
     UnknownDatabaseURL,
+    UnknownProvider,
     ValidationError,
 )
-from stm_core.inject import inject, insert_at_dialogue_depth
+from stm_core.inject import (
+    StmMessage,
+    find_injected,
+    inject,
+    insert_at_dialogue_depth,
+    strip_injected,
+)
 from stm_core.intent import detect_long_term_intent
 from stm_core.models import (
     DIALOGUE_HISTORY,
@@ -73,6 +80,7 @@ __all__ = [
     "Stm",
     "StmContext",
     "StmError",
+    "StmMessage",
     "StorageAdapterSpec",
     "StorageError",
     "SystemClock",
@@ -82,13 +90,16 @@ __all__ = [
     "ToolSchema",
     "Turn",
     "UnknownDatabaseURL",
+    "UnknownProvider",
     "ValidationError",
     "VisibilityContext",
     "adapter_for_url",
     "create_plugin_manager",
     "detect_long_term_intent",
+    "find_injected",
     "hookimpl",
     "inject",
     "insert_at_dialogue_depth",
     "open_store",
+    "strip_injected",
 ]

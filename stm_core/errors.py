@@ -21,7 +21,11 @@ class ValidationError(StmError, ValueError):
 
 
 class TemplateError(ValidationError):
-    """A prompt template uses syntax stm refuses (attribute access, indexes, formats)."""
+    """Kept for code that catches it; stm itself no longer raises it.
+
+    Prompt texts are stored as typed and rendered safely (see
+    :mod:`stm_core.templates`), so no brace is refused any more.
+    """
 
 
 class ConfigurationError(StmError):
@@ -46,3 +50,8 @@ class StorageError(StmError):
 
 class PermissionDenied(StmError):
     """The acting user may not perform this admin action."""
+
+
+class UnknownProvider(ValidationError):
+    """No tool format is known for a turn's provider (and model): a typo, or a
+    provider that needs an explicit ``format=`` or an ``stm_tool_format`` plugin."""

@@ -28,6 +28,7 @@ from stm_core.plugin_types import (
     VisibilityPolicy,
 )
 from stm_core.plugins import StmPluginManager
+from stm_core.tool.formats import normalize_provider, unknown_provider
 
 T = TypeVar("T")
 log = logging.getLogger("stm.hooks")
@@ -111,11 +112,11 @@ class Hooks:
 
     # -- gates ---------------------------------------------------------------
     def tool_available(self, provider: str, has_tools: bool, stm_enabled: bool,
-                       explicit_long_term_intent: bool) -> bool:
-        key = ("gate", provider, has_tools, stm_enabled, explicit_long_term_intent)
+                       explicit_long_term_intent: bool, model: str | None = None) -> bool:
+        key = ("gate", provider, has_tools, stm_enabled, explicit_long_term_intent, model)
         return self._cached(key, lambda: self._no_veto("stm_tool_available", dict(
             provider=provider, has_tools=has_tools, stm_enabled=stm_enabled,
-            explicit_long_term_intent=explicit_long_term_intent)))
+            explicit_long_term_intent=explicit_long_term_intent, model=model)))
 
     def _no_veto(self, hook_name: str, kwargs: dict[str, Any]) -> bool:
         """A gate's verdict: any ``False`` wins. An answer that is not a bool
@@ -129,13 +130,14 @@ class Hooks:
         return False not in [a for a in answers if isinstance(a, bool)]
 
     # -- phrasing --------------------------------------------------------------
-    def nudge_template(self, provider: str, mode: str) -> str:
-        return self._cached(("nudge", provider, mode), lambda: self._required_text(
-            self.pm.hook.stm_nudge_template(provider=provider, mode=mode), "stm_nudge_template"))
+    def nudge_template(self, provider: str, mode: str, model: str | None = None) -> str:
+        return self._cached(("nudge", provider, mode, model), lambda: self._required_text(
+            self.pm.hook.stm_nudge_template(provider=provider, mode=mode, model=model),
+            "stm_nudge_template"))
 
-    def tool_description(self, provider: str, mode: str) -> str:
-        return self._cached(("tooldesc", provider, mode), lambda: self._required_text(
-            self.pm.hook.stm_tool_description(provider=provider, mode=mode),
+    def tool_description(self, provider: str, mode: str, model: str | None = None) -> str:
+        return self._cached(("tooldesc", provider, mode, model), lambda: self._required_text(
+            self.pm.hook.stm_tool_description(provider=provider, mode=mode, model=model),
             "stm_tool_description"))
 
     @staticmethod
@@ -181,19 +183,34 @@ class Hooks:
         return self._cached("toolformats", lambda: self._registry(
             "stm_register_tool_formats", lambda f: (f.key,), "tool format"))
 
-    def tool_format_for_provider(self, provider: str) -> ToolFormat:
+    def tool_format_for(self, provider: str, model: str | None = None) -> ToolFormat:
+        """The format of a provider and model: a plugin's ``stm_tool_format``
+        answer, else the format whose ``providers`` claims the provider, else
+        OpenAI's when no provider is given. An unknown provider is an
+        :class:`UnknownProvider` error, never a silent OpenAI declaration."""
         def compute() -> ToolFormat:
             formats = self.tool_formats()
-            by_provider: dict[str, ToolFormat] = self._registry("stm_register_tool_formats",
-                                         lambda f: tuple(f.providers),
-                                         "tool format provider")
-            if provider in by_provider:
-                return by_provider[provider]
-            if DEFAULT_TOOL_FORMAT not in formats:
-                raise PluginError(f"no tool format for provider {provider!r} and no "
-                                  f"{DEFAULT_TOOL_FORMAT!r} format registered")
-            return formats[DEFAULT_TOOL_FORMAT]
-        return self._cached(("toolformat", provider), compute)
+            key = normalize_provider(provider)
+            named = self.pm.hook.stm_tool_format(provider=key, model=model)
+            if named is not None:
+                if not isinstance(named, str) or named not in formats:
+                    raise PluginError(f"stm_tool_format named the tool format {named!r} for "
+                                      f"provider {key!r}, but no plugin registers it")
+                return formats[named]
+            claims = self.tool_format_claims()
+            if key in claims:
+                return claims[key]
+            if not key and DEFAULT_TOOL_FORMAT in formats:
+                return formats[DEFAULT_TOOL_FORMAT]
+            raise unknown_provider(provider, model, claims)
+        return self._cached(("toolformat", provider, model), compute)
+
+    def tool_format_claims(self) -> dict[str, ToolFormat]:
+        """Provider key -> the format that claims it (``ToolFormat.providers``)."""
+        return self._cached("toolformatclaims", lambda: self._registry(
+            "stm_register_tool_formats",
+            lambda f: tuple(normalize_provider(p) for p in f.providers),
+            "tool format provider"))
 
     # -- admin permissions ---------------------------------------------------------
     def admin_allowed(self, actor: Actor, action: AdminAction) -> bool:

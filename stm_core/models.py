@@ -1,20 +1,21 @@
 """Values that cross the public API: the turn a host describes, what stm returns.
 
 Every class is a frozen, keyword-only attrs class. Ids are strings (Discord
-snowflakes or anything else); a turn whose ``server_id`` is ``None`` is a DM.
+snowflakes or anything else); an ``int`` id is turned into its string when the
+value is built, so ``Turn(channel_id=1001)`` and ``Turn(channel_id="1001")``
+are the same channel on every backend. A turn whose ``server_id`` is ``None``
+is a DM. A field of the wrong type raises :class:`~stm_core.errors.ValidationError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
-
-def _to_frozenset(values: Iterable[str]) -> frozenset[str]:
-    return frozenset(values)
-
+from stm_core import arguments
+from stm_core.errors import ValidationError
 
 #: Tag carried by every item stm emits (memory blocks and the nudge).
 STM_TAG = "KNOWLEDGE_SHORT_TERM_MEMORY"
@@ -26,10 +27,65 @@ DIALOGUE_SAMPLE = "DIALOGUE_SAMPLE"
 ItemKind = Literal["other_channels", "same_channel", "nudge"]
 RenderModeKey = str
 AuthorType = Literal["user", "persona", "other"]
+AUTHOR_TYPES: tuple[str, ...] = ("user", "persona", "other")
 
 
-def _frozen_mapping(value: Mapping[str, str] | None) -> Mapping[str, str]:
-    return dict(value or {})
+# Field checks (stm_core.arguments): a wrong type is a ValidationError when the
+# value is built, and int ids become strings here, the same for every backend.
+# Named converters (not closures) so type checkers see ``str | int`` ids.
+IdIn = str | int
+NamesIn = Mapping[str, str] | Mapping[int, str] | None
+
+
+def _user_id(value: IdIn | None) -> str | None:
+    return arguments.to_optional_id(value, "user_id")
+
+
+def _channel_id(value: IdIn) -> str:
+    return arguments.to_id(value, "channel_id")
+
+
+def _server_id(value: IdIn | None) -> str | None:
+    return arguments.to_optional_id(value, "server_id")
+
+
+def _parent_channel_id(value: IdIn | None) -> str | None:
+    return arguments.to_optional_id(value, "parent_channel_id")
+
+
+def _persona_id(value: IdIn | None) -> str | None:
+    return arguments.to_optional_id(value, "persona_id")
+
+
+def _persona_lineage_id(value: IdIn | None) -> str | None:
+    return arguments.to_optional_id(value, "persona_lineage_id")
+
+
+def _user_names(value: NamesIn) -> Mapping[str, str]:
+    return arguments.name_map(value, "user_names")
+
+
+def _channel_names(value: NamesIn) -> Mapping[str, str]:
+    return arguments.name_map(value, "channel_names")
+
+
+def _role_names(value: NamesIn) -> Mapping[str, str]:
+    return arguments.name_map(value, "role_names")
+
+
+def _thread_ids(value: Iterable[IdIn]) -> frozenset[str]:
+    return arguments.id_set(value, "thread_ids")
+
+
+_text = arguments.validator(arguments.check_text)
+_optional_text = arguments.validator(arguments.check_optional_text)
+_flag = arguments.validator(arguments.check_flag)
+
+
+def _author_type(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value not in AUTHOR_TYPES:
+        raise ValidationError(f"author_type must be one of {', '.join(AUTHOR_TYPES)}, got "
+                              f"{value!r}", field="author_type", allowed=", ".join(AUTHOR_TYPES))
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -43,35 +99,38 @@ class Turn:
 
     #: The triggering user (the impersonated user on an impersonation turn).
     #: ``None`` means nobody triggered the turn: build_context returns defaults.
-    user_id: str | None
-    channel_id: str
+    user_id: str | None = attrs.field(converter=_user_id)
+    channel_id: str = attrs.field(converter=_channel_id)
     #: ``None`` for a direct-message conversation.
-    server_id: str | None = None
+    server_id: str | None = attrs.field(default=None, converter=_server_id)
     #: The parent channel when ``channel_id`` is a thread (private inheritance).
-    parent_channel_id: str | None = None
-    persona_id: str | None = None
-    persona_lineage_id: str | None = None
+    parent_channel_id: str | None = attrs.field(default=None, converter=_parent_channel_id)
+    persona_id: str | None = attrs.field(default=None, converter=_persona_id)
+    persona_lineage_id: str | None = attrs.field(default=None, converter=_persona_lineage_id)
     #: The bot's (persona's) display name, ``{bot}`` in texts.
-    bot_name: str = "Assistant"
+    bot_name: str = attrs.field(default="Assistant", validator=_text)
     #: The triggering user's display name, ``{user}`` in texts.
-    triggerer_name: str = "User"
+    triggerer_name: str = attrs.field(default="User", validator=_text)
     #: LLM provider key, e.g. ``"openai"``, ``"anthropic"``, ``"novelai"``.
-    provider: str = ""
-    has_tools: bool = True
-    personal_memories_enabled: bool = True
-    is_user_impersonation: bool = False
+    provider: str = attrs.field(default="", validator=_text)
+    #: The model of that provider, e.g. ``"gpt-4o"`` or ``"anthropic/claude-3-5-sonnet"``
+    #: behind a gateway. Gates, phrasing and the tool-format rule may look at it.
+    model: str | None = attrs.field(default=None, validator=_optional_text)
+    has_tools: bool = attrs.field(default=True, validator=_flag)
+    personal_memories_enabled: bool = attrs.field(default=True, validator=_flag)
+    is_user_impersonation: bool = attrs.field(default=False, validator=_flag)
     #: The user asks for a long-term action: the STM tool and nudge stand back.
-    explicit_long_term_intent: bool = False
+    explicit_long_term_intent: bool = attrs.field(default=False, validator=_flag)
     #: Set when the tool must not be offered this turn (e.g. hidden image turns).
-    stm_update_disabled: bool = False
-    server_name: str | None = None
-    channel_name: str | None = None
+    stm_update_disabled: bool = attrs.field(default=False, validator=_flag)
+    server_name: str | None = attrs.field(default=None, validator=_optional_text)
+    channel_name: str | None = attrs.field(default=None, validator=_optional_text)
     #: Names used by mention conversion: user id, channel id, role id -> name.
-    user_names: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
-    channel_names: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
-    role_names: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    user_names: Mapping[str, str] = attrs.field(factory=dict, converter=_user_names)
+    channel_names: Mapping[str, str] = attrs.field(factory=dict, converter=_channel_names)
+    role_names: Mapping[str, str] = attrs.field(factory=dict, converter=_role_names)
     #: Channel ids that are threads (rendered without ``#``).
-    thread_ids: frozenset[str] = attrs.field(factory=frozenset, converter=_to_frozenset)
+    thread_ids: frozenset[str] = attrs.field(factory=frozenset, converter=_thread_ids)
 
     @property
     def is_dm(self) -> bool:
@@ -113,19 +172,19 @@ class StmContext:
 class HistoryMessage:
     """A message of the history window the host used for this turn."""
 
-    author_type: AuthorType
-    content: str
-    speaker_name: str | None = None
+    author_type: AuthorType = attrs.field(validator=_author_type)
+    content: str = attrs.field(validator=_text)
+    speaker_name: str | None = attrs.field(default=None, validator=_optional_text)
 
 
 @attrs.frozen(kw_only=True)
 class PersonaResponse:
     """One reply a persona produced this turn."""
 
-    content: str
-    persona_name: str
-    persona_id: str | None = None
-    persona_lineage_id: str | None = None
+    content: str = attrs.field(validator=_text)
+    persona_name: str = attrs.field(validator=_text)
+    persona_id: str | None = attrs.field(default=None, converter=_persona_id)
+    persona_lineage_id: str | None = attrs.field(default=None, converter=_persona_lineage_id)
 
 
 @attrs.frozen(kw_only=True)

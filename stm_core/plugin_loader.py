@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from stm_core.errors import PluginError
+from stm_core.errors import ConfigurationError, PluginError
 from stm_core.hookimpl_checks import (
     implementation_errors,
     unmarked_hook_functions,
     unmarked_text,
 )
+from stm_core.settings import parse_flag
 
 if TYPE_CHECKING:
     from stm_core.plugins import StmPluginManager
@@ -48,16 +49,21 @@ TRACE_ENV = "STM_TRACE_PLUGINS"
 PluginKind = Literal["builtin", "entrypoint", "host"]
 FailureStage = Literal["import", "register", "validate"]
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-
-
 def normalize_name(name: str) -> str:
     """Compare names the way package indexes do: ``Stm_Acme`` == ``stm-acme``."""
     return re.sub(r"[-_.]+", "-", name).lower().strip()
 
 
 def env_flag(environ: Mapping[str, str], name: str) -> bool:
-    return environ.get(name, "").strip().lower() in _TRUE
+    """An on/off variable; unset or blank is off, a word that is neither is refused."""
+    raw = environ.get(name, "")
+    if not raw.strip():
+        return False
+    try:
+        return parse_flag(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not valid; allowed: 1 or 0 "
+                                 "(true/false, yes/no, on/off)") from None
 
 
 def parse_name_list(value: str) -> frozenset[str]:

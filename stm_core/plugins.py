@@ -71,6 +71,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "stm_plugins.default_mentions",
     "stm_plugins.privacy",
     "stm_plugins.tool_formats",
+    "stm_plugins.tool_format_rule",
     "stm_plugins.default_annotations",
     "stm_plugins.default_permissions",
 )

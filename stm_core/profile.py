@@ -133,7 +133,8 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
     )
 
 
-def build_prompts(profile: ServerProfile, provider: str, hooks: Hooks) -> PromptSet:
+def build_prompts(profile: ServerProfile, provider: str, hooks: Hooks,
+                  model: str | None = None) -> PromptSet:
     """Expand then sanitise, in the reference's order: ``{category_labels}``
     (category mode only, every occurrence), macros, placeholder sanitising."""
     macros = hooks.macros(provider)
@@ -148,10 +149,10 @@ def build_prompts(profile: ServerProfile, provider: str, hooks: Hooks) -> Prompt
 
     s = profile.settings
     nudge = (s.update_nudge_override if s is not None and s.update_nudge_override
-             else hooks.nudge_template(provider, profile.mode))
+             else hooks.nudge_template(provider, profile.mode, model))
     description = (s.tool_description_override
                    if s is not None and s.tool_description_override
-                   else hooks.tool_description(provider, profile.mode))
+                   else hooks.tool_description(provider, profile.mode, model))
     if profile.mode == "summary":
         fields = {"summary": SUMMARY_FIELD_DESCRIPTION}
     else:
@@ -165,14 +166,15 @@ def build_prompts(profile: ServerProfile, provider: str, hooks: Hooks) -> Prompt
 
 
 class ProfileCache:
-    """Memo of profiles (per settings object) and prompts (per provider)."""
+    """Memo of profiles (per settings object) and prompts (per provider and model)."""
 
     def __init__(self, hooks: Hooks, env: Settings, maxsize: int = 4096) -> None:
         self._hooks = hooks
         self._env = env
         self._maxsize = maxsize
         self._profiles: dict[str, tuple[ServerSettings | None, int, ServerProfile]] = {}
-        self._prompts: dict[tuple[str, str], tuple[ServerProfile, int, PromptSet]] = {}
+        self._prompts: dict[tuple[str, str, str | None],
+                            tuple[ServerProfile, int, PromptSet]] = {}
 
     def profile(self, server_id: str, settings: ServerSettings | None) -> ServerProfile:
         gen = self._hooks.generation
@@ -185,13 +187,14 @@ class ProfileCache:
         self._profiles[server_id] = (settings, gen, profile)
         return profile
 
-    def prompts(self, server_id: str, profile: ServerProfile, provider: str) -> PromptSet:
+    def prompts(self, server_id: str, profile: ServerProfile, provider: str,
+                model: str | None = None) -> PromptSet:
         gen = self._hooks.generation
-        hit = self._prompts.get((server_id, provider))
+        hit = self._prompts.get((server_id, provider, model))
         if hit is not None and hit[0] is profile and hit[1] == gen:
             return hit[2]
-        prompts = build_prompts(profile, provider, self._hooks)
+        prompts = build_prompts(profile, provider, self._hooks, model)
         if len(self._prompts) >= self._maxsize:
             self._prompts.clear()
-        self._prompts[(server_id, provider)] = (profile, gen, prompts)
+        self._prompts[(server_id, provider, model)] = (profile, gen, prompts)
         return prompts

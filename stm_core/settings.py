@@ -1,7 +1,8 @@
 """Process-wide settings: the spec's environment variables, or a ``Settings`` in code.
 
 ``Settings.from_env()`` reads the variables below; a host that configures in code
-builds ``Settings(...)`` directly (``attrs.evolve`` to change one field).
+builds ``Settings(...)`` directly (``attrs.evolve`` to change one field). Both
+check every value against its rule in :data:`RULES` (type and range).
 
 =============================================== ======= =====================================
 variable                                        default meaning
@@ -37,10 +38,11 @@ STM_MEMORY_HISTORY_REVISIONS                    10      earlier revisions kept p
 
 from __future__ import annotations
 
+import math
 import os
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import attrs
 
@@ -55,95 +57,195 @@ DAY_MS = 86_400_000
 RENDER_MODE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 
-def _positive(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
-    if value < 1:
-        raise ConfigurationError(f"{attribute.name} must be at least 1, got {value}")
+def parse_flag(raw: str) -> bool:
+    """``1/true/yes/on`` or ``0/false/no/off`` (any case); anything else is refused."""
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(raw)
 
 
-def _non_negative(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
-    if value < 0:
-        raise ConfigurationError(f"{attribute.name} must be 0 or more, got {value}")
+@attrs.frozen(kw_only=True)
+class Rule:
+    """One setting: its variable, how the text is read, which values are allowed.
+
+    Every setting has one rule in :data:`RULES`; ``Settings`` and
+    ``Settings.from_env`` both check against it, so a new setting gets its
+    range check, its error message and its test case by adding one line there.
+    ``low_open`` excludes ``low`` itself (``more than 0``).
+    """
+
+    var: str
+    kind: Literal["int", "float", "text", "key", "flag", "choice"]
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    choices: tuple[str, ...] = ()
+    optional: bool = False
+
+    @property
+    def allowed(self) -> str:
+        if self.kind == "flag":
+            return "1 or 0 (true/false, yes/no, on/off)"
+        if self.kind == "choice":
+            return " or ".join(self.choices)
+        if self.kind == "text":
+            return "non-empty text"
+        if self.kind == "key":
+            return "a key of letters, digits, '_', '-' or '.' (at most 64)"
+        what = "an integer" if self.kind == "int" else "a number"
+        low = "" if self.low is None else (
+            f" more than {_number(self.low)}" if self.low_open
+            else f" from {_number(self.low)}")
+        high = "" if self.high is None else (
+            f" to {_number(self.high)}" if low and not self.low_open
+            else f" and at most {_number(self.high)}")
+        return f"{what}{low}{high}"
+
+    def parse(self, raw: str) -> object:
+        """The typed value of the variable's text; ``ValueError`` when unreadable."""
+        text = raw.strip()
+        if self.kind == "int":
+            return int(text, 10)
+        if self.kind == "float":
+            return float(text)
+        if self.kind == "flag":
+            return parse_flag(text)
+        return text
+
+    def check(self, value: object, *, typed: str | None = None) -> None:
+        """Raise :class:`ConfigurationError` unless ``value`` is allowed;
+        ``typed`` is the variable's text, shown instead of the parsed value."""
+        if value is None and self.optional:
+            return
+        if not self._accepts(value):
+            shown = repr(value) if typed is None else repr(typed)
+            raise ConfigurationError(
+                f"{self.var}={shown} is out of range; allowed: {self.allowed}")
+
+    def _accepts(self, value: object) -> bool:
+        if self.kind == "flag":
+            return isinstance(value, bool)
+        if self.kind == "text":
+            return isinstance(value, str) and bool(value.strip())
+        if self.kind == "key":
+            return isinstance(value, str) and RENDER_MODE_KEY.fullmatch(value) is not None
+        if self.kind == "choice":  # as listed, or upper case for upper-case choices
+            return isinstance(value, str) and (value in self.choices
+                                               or value.upper() in self.choices)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if self.kind == "int" and not isinstance(value, int):
+            return False
+        if not math.isfinite(value):  # nan and inf
+            return False
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or value <= self.high
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else str(value)
+
+
+def _int(var: str, low: int, high: int) -> Rule:
+    return Rule(var=var, kind="int", low=low, high=high)
+
+
+def _positive(var: str, high: float, *, optional: bool = False) -> Rule:
+    """A duration or budget: more than 0 (0 would mean "never" or "always")."""
+    return Rule(var=var, kind="float", low=0, low_open=True, high=high, optional=optional)
+
+
+#: Per-server prompt-cache policies (docs/concepts.md, "Prompt caches").
+CACHE_POLICIES = ("freshness", "stable")
+DEFAULT_CACHE_POLICY = "freshness"
+
+_YEAR_HOURS = 8760
+#: Settings field -> its rule. Upper bounds keep every derived millisecond
+#: figure a 64-bit integer and every loop finite; they are far above any use.
+RULES: dict[str, Rule] = {
+    "default_crude_message_count": _int("SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT", 1, 1000),
+    "max_other_channels": _int("SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS", 0, 1000),
+    "ttl_hours": _positive("SHORT_TERM_MEMORY_TTL_HOURS", _YEAR_HOURS),
+    "summary_ttl_hours": _positive("SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS", _YEAR_HOURS),
+    "max_summary_length": _int("SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH", 1, 100_000),
+    "max_messages_per_channel": _int("SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL", 1, 1000),
+    "max_categories": _int("STM_MAX_CATEGORIES", 1, 50),
+    "janitor_retention_days": _positive("STM_JANITOR_RETENTION_DAYS", 36_500),
+    "fresh_window_minutes": Rule(var="STM_FRESH_WINDOW_MINUTES", kind="float", low=0,
+                                 high=_YEAR_HOURS * 60),
+    "fresh_injection_depth": _int("STM_FRESH_INJECTION_DEPTH", 0, 20),
+    "database_url": Rule(var="STM_DATABASE_URL", kind="text", optional=True),
+    "cache_max_servers": _int("STM_CACHE_MAX_SERVERS", 1, 10_000_000),
+    "cache_max_users": _int("STM_CACHE_MAX_USERS", 1, 10_000_000),
+    "janitor_interval_hours": _positive("STM_JANITOR_INTERVAL_HOURS", _YEAR_HOURS),
+    "janitor_batch_size": _int("STM_JANITOR_BATCH_SIZE", 1, 1_000_000),
+    "janitor_pause_ms": _int("STM_JANITOR_PAUSE_MS", 0, 60_000),
+    "janitor_batch_budget_ms": _positive("STM_JANITOR_BATCH_BUDGET_MS", 60_000),
+    "sqlite_synchronous": Rule(var="STM_SQLITE_SYNCHRONOUS", kind="choice",
+                               choices=("NORMAL", "FULL")),
+    "cross_process_invalidation": Rule(var="STM_CROSS_PROCESS_INVALIDATION", kind="flag"),
+    "cache_max_age_seconds": _positive("STM_CACHE_MAX_AGE_SECONDS", _YEAR_HOURS * 3600,
+                                       optional=True),
+    "listener_check_seconds": _positive("STM_LISTENER_CHECK_SECONDS", 3600),
+    "db_timeout_seconds": _positive("STM_DB_TIMEOUT_SECONDS", 3600),
+    "cache_max_rows_per_view": _int("STM_CACHE_MAX_ROWS_PER_VIEW", 1, 10_000_000),
+    "default_render_mode": Rule(var="STM_DEFAULT_RENDER_MODE", kind="key", optional=True),
+    "default_cache_policy": Rule(var="STM_DEFAULT_CACHE_POLICY", kind="choice",
+                                 choices=CACHE_POLICIES, optional=True),
+    "memory_history_revisions": _int("STM_MEMORY_HISTORY_REVISIONS", 0, 100),
+}
+
+
+def _in_range(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    RULES[attribute.name].check(value)
 
 
 @attrs.frozen(kw_only=True)
 class Settings:
-    default_crude_message_count: int = attrs.field(default=6, validator=_positive)
-    max_other_channels: int = attrs.field(default=3, validator=_non_negative)
-    ttl_hours: float = 12.0
-    summary_ttl_hours: float = 24.0
-    max_summary_length: int = attrs.field(default=1500, validator=_positive)
-    max_messages_per_channel: int = attrs.field(default=10, validator=_positive)
-    max_categories: int = attrs.field(default=5, validator=_positive)
-    janitor_retention_days: float = 90.0
-    fresh_window_minutes: float = 60.0
-    fresh_injection_depth: int = attrs.field(default=2, validator=_non_negative)
-    database_url: str | None = None
-    cache_max_servers: int = attrs.field(default=2000, validator=_positive)
-    cache_max_users: int = attrs.field(default=5000, validator=_positive)
+    """Every field is checked against its :data:`RULES` entry when built."""
+
+    default_crude_message_count: int = attrs.field(default=6, validator=_in_range)
+    max_other_channels: int = attrs.field(default=3, validator=_in_range)
+    ttl_hours: float = attrs.field(default=12.0, validator=_in_range)
+    summary_ttl_hours: float = attrs.field(default=24.0, validator=_in_range)
+    max_summary_length: int = attrs.field(default=1500, validator=_in_range)
+    max_messages_per_channel: int = attrs.field(default=10, validator=_in_range)
+    max_categories: int = attrs.field(default=5, validator=_in_range)
+    janitor_retention_days: float = attrs.field(default=90.0, validator=_in_range)
+    fresh_window_minutes: float = attrs.field(default=60.0, validator=_in_range)
+    fresh_injection_depth: int = attrs.field(default=2, validator=_in_range)
+    database_url: str | None = attrs.field(default=None, validator=_in_range)
+    cache_max_servers: int = attrs.field(default=2000, validator=_in_range)
+    cache_max_users: int = attrs.field(default=5000, validator=_in_range)
     #: Rows (the newest) and known-absent keys kept per cached server or user view.
-    cache_max_rows_per_view: int = attrs.field(default=1000, validator=_positive)
-    janitor_interval_hours: float = 24.0
-    janitor_batch_size: int = attrs.field(default=1000, validator=_positive)
-    janitor_pause_ms: int = attrs.field(default=20, validator=_non_negative)
-    janitor_batch_budget_ms: float = 3.0
-    sqlite_synchronous: str = attrs.field(default="NORMAL")
+    cache_max_rows_per_view: int = attrs.field(default=1000, validator=_in_range)
+    janitor_interval_hours: float = attrs.field(default=24.0, validator=_in_range)
+    janitor_batch_size: int = attrs.field(default=1000, validator=_in_range)
+    janitor_pause_ms: int = attrs.field(default=20, validator=_in_range)
+    janitor_batch_budget_ms: float = attrs.field(default=3.0, validator=_in_range)
+    sqlite_synchronous: str = attrs.field(default="NORMAL", validator=_in_range)
     #: On PostgreSQL, every write NOTIFYs what it changed and the store LISTENs
     #: for other processes' writes (several processes share one database).
-    cross_process_invalidation: bool = True
+    cross_process_invalidation: bool = attrs.field(default=True, validator=_in_range)
     #: Cached views older than this are reloaded. ``None``: 300 s while a
     #: listener runs, never otherwise (a single process needs no expiry).
-    cache_max_age_seconds: float | None = attrs.field(default=None)
-    listener_check_seconds: float = attrs.field(default=5.0)
-    db_timeout_seconds: float = attrs.field(default=10.0)
+    cache_max_age_seconds: float | None = attrs.field(default=None, validator=_in_range)
+    listener_check_seconds: float = attrs.field(default=5.0, validator=_in_range)
+    db_timeout_seconds: float = attrs.field(default=10.0, validator=_in_range)
     #: Render mode of servers that set none (``None``: ``crude_summary``). Any
     #: registered mode's key; checked against the plugins when a store opens.
-    default_render_mode: str | None = attrs.field(default=None)
-
-    @default_render_mode.validator
-    def _check_render_mode(self, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value is not None and (not isinstance(value, str)
-                                  or not RENDER_MODE_KEY.fullmatch(value)):
-            raise ConfigurationError(
-                f"STM_DEFAULT_RENDER_MODE must be a render mode key (letters, digits, '_', "
-                f"'-' or '.'), got {value!r}")
+    default_render_mode: str | None = attrs.field(default=None, validator=_in_range)
 
     #: Prompt-cache policy of servers that set none, and of direct messages
     #: (``None``: ``freshness``); see docs/concepts.md, "Prompt caches".
-    default_cache_policy: str | None = attrs.field(default=None)
-
-    @default_cache_policy.validator
-    def _check_cache_policy(self, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value is not None and value not in CACHE_POLICIES:
-            raise ConfigurationError(f"STM_DEFAULT_CACHE_POLICY must be one of "
-                                     f"{', '.join(CACHE_POLICIES)}, got {value!r}")
+    default_cache_policy: str | None = attrs.field(default=None, validator=_in_range)
 
     #: Earlier summary/category revisions kept per memory row for undo (0: none).
-    memory_history_revisions: int = attrs.field(default=10)
-
-    @memory_history_revisions.validator
-    def _check_history(self, attribute: attrs.Attribute[Any], value: int) -> None:
-        low, high = MEMORY_HISTORY_RANGE
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ConfigurationError(f"STM_MEMORY_HISTORY_REVISIONS must be a whole number "
-                                     f"from {low} to {high}, got {value!r}")
-
-    @cache_max_age_seconds.validator
-    def _check_max_age(self, attribute: attrs.Attribute[Any], value: float | None) -> None:
-        if value is not None and value <= 0:
-            raise ConfigurationError(
-                f"STM_CACHE_MAX_AGE_SECONDS must be more than 0, got {value}")
-
-    @listener_check_seconds.validator
-    @db_timeout_seconds.validator
-    def _check_seconds(self, attribute: attrs.Attribute[Any], value: float) -> None:
-        if value <= 0:
-            raise ConfigurationError(f"{attribute.name} must be more than 0, got {value}")
-
-    @sqlite_synchronous.validator
-    def _check_sync(self, attribute: attrs.Attribute[Any], value: str) -> None:
-        if value.upper() not in {"NORMAL", "FULL"}:
-            raise ConfigurationError(
-                f"STM_SQLITE_SYNCHRONOUS must be NORMAL or FULL, got {value!r}")
+    memory_history_revisions: int = attrs.field(default=10, validator=_in_range)
 
     @property
     def render_mode(self) -> str:
@@ -185,71 +287,27 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from environment variables; unset ones keep their default.
 
-        Raises :class:`ConfigurationError` naming the variable when a value
-        cannot be parsed or is out of range.
+        Raises :class:`ConfigurationError` naming the variable, its value and
+        the allowed range when a value cannot be read or is out of range.
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        for var, (name, parse) in ENV_VARS.items():
-            raw = env.get(var)
+        for name, rule in RULES.items():
+            raw = env.get(rule.var)
             if raw is None or raw.strip() == "":
                 continue
             try:
-                values[name] = parse(raw.strip())
+                value = rule.parse(raw)
             except ValueError:
                 raise ConfigurationError(
-                    f"{var}={raw!r} is not a valid {parse.__name__}") from None
-        try:
-            return cls(**values)
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"invalid environment: {exc}") from None
+                    f"{rule.var}={raw!r} is not valid; allowed: {rule.allowed}") from None
+            rule.check(value, typed=raw)
+            values[name] = value
+        return cls(**values)
 
 
-def _str(raw: str) -> str:
-    return raw
-
-
-def _flag(raw: str) -> bool:
-    value = raw.lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError(raw)
-
-
-_flag.__name__ = "flag (1 or 0)"
-
-
-ENV_VARS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT": ("default_crude_message_count", int),
-    "SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS": ("max_other_channels", int),
-    "SHORT_TERM_MEMORY_TTL_HOURS": ("ttl_hours", float),
-    "SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS": ("summary_ttl_hours", float),
-    "SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH": ("max_summary_length", int),
-    "SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL": ("max_messages_per_channel", int),
-    "STM_MAX_CATEGORIES": ("max_categories", int),
-    "STM_JANITOR_RETENTION_DAYS": ("janitor_retention_days", float),
-    "STM_FRESH_WINDOW_MINUTES": ("fresh_window_minutes", float),
-    "STM_FRESH_INJECTION_DEPTH": ("fresh_injection_depth", int),
-    "STM_DATABASE_URL": ("database_url", _str),
-    "STM_CACHE_MAX_SERVERS": ("cache_max_servers", int),
-    "STM_CACHE_MAX_USERS": ("cache_max_users", int),
-    "STM_CACHE_MAX_ROWS_PER_VIEW": ("cache_max_rows_per_view", int),
-    "STM_JANITOR_INTERVAL_HOURS": ("janitor_interval_hours", float),
-    "STM_JANITOR_BATCH_SIZE": ("janitor_batch_size", int),
-    "STM_JANITOR_PAUSE_MS": ("janitor_pause_ms", int),
-    "STM_JANITOR_BATCH_BUDGET_MS": ("janitor_batch_budget_ms", float),
-    "STM_SQLITE_SYNCHRONOUS": ("sqlite_synchronous", _str),
-    "STM_CROSS_PROCESS_INVALIDATION": ("cross_process_invalidation", _flag),
-    "STM_CACHE_MAX_AGE_SECONDS": ("cache_max_age_seconds", float),
-    "STM_LISTENER_CHECK_SECONDS": ("listener_check_seconds", float),
-    "STM_DB_TIMEOUT_SECONDS": ("db_timeout_seconds", float),
-    "STM_DEFAULT_RENDER_MODE": ("default_render_mode", _str),
-    "STM_DEFAULT_CACHE_POLICY": ("default_cache_policy", _str),
-
-    "STM_MEMORY_HISTORY_REVISIONS": ("memory_history_revisions", int),
-}
+#: Variable -> Settings field, for documentation and lookups.
+ENV_VARS: dict[str, str] = {rule.var: name for name, rule in RULES.items()}
 
 #: Ranges of the per-server parameters (admin API, CLI, import all enforce them).
 REFRESH_CADENCE_RANGE = (1, 100)
@@ -257,9 +315,6 @@ NUDGE_DEPTH_RANGE = (0, 20)
 CONTENT_DEPTH_RANGE = (-1, 20)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
 MEMORY_HISTORY_RANGE = (0, 100)
-#: Per-server prompt-cache policies (docs/concepts.md, "Prompt caches").
-CACHE_POLICIES = ("freshness", "stable")
-DEFAULT_CACHE_POLICY = "freshness"
 DEFAULT_REFRESH_CADENCE = 5
 DEFAULT_RENDER_MODE = "crude_summary"
 DEFAULT_NUDGE_DEPTH = 2

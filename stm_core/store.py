@@ -33,6 +33,13 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from stm_core.arguments import (
+    check_flag,
+    check_iterable,
+    check_optional_text,
+    instance_of,
+    instances_of,
+)
 from stm_core.cache import MemoryCache, MemoryView, UserView
 from stm_core.clock import Clock, SystemClock
 from stm_core.errors import ConfigurationError
@@ -125,42 +132,61 @@ class Stm:
 
     # -- the four per-turn calls ---------------------------------------------------
     async def build_context(self, turn: Turn) -> StmContext:
-        """The short-term-memory part of the prompt for ``turn``. Never raises."""
+        """The short-term-memory part of the prompt for ``turn``. Never raises,
+        except :class:`ValidationError` when ``turn`` is not a :class:`Turn`."""
         from stm_core.pipeline.build import build_context
 
+        instance_of(turn, Turn, "turn")
         return await build_context(self, turn)
 
     async def tool_available(self, turn: Turn) -> bool:
         """Whether ``update_short_term_memory`` may be offered this turn."""
         from stm_core.tool.gate import tool_available
 
+        instance_of(turn, Turn, "turn")
         return await tool_available(self, turn)
 
     async def tool_schema(self, turn: Turn, format: str | None = None) -> dict[str, Any] | None:
         """The tool declaration for ``turn`` in a provider format, or ``None``
         when the tool is not offered. ``format`` is a registered format key
-        (``"openai"``, ``"anthropic"``, ``"gemini"``, ``"neutral"``); by default
-        the format of the turn's provider."""
+        (``"openai"``, ``"openai-strict"``, ``"openai-responses"``,
+        ``"openai-responses-strict"``, ``"anthropic"``, ``"gemini"``,
+        ``"neutral"``); by default the format of the turn's provider and model
+        (the tool-format rule of the host guide). Raises ``ValidationError`` for
+        an unknown key and ``UnknownProvider`` for a provider no rule knows."""
         from stm_core.tool.schema import tool_schema
 
-        return await tool_schema(self, turn, format)
+        instance_of(turn, Turn, "turn")
+        return await tool_schema(self, turn, format)  # checks format, naming the keys
 
     async def apply_tool_call(self, turn: Turn,
                               arguments: Mapping[str, object] | str) -> ToolResult:
         """Apply the model's ``update_short_term_memory`` call (its arguments as
-        a mapping or the raw JSON string). Never raises: failures come back as
-        a :class:`ToolResult` to hand to the model."""
+        a mapping or the raw JSON string). Never raises for what the model
+        sent: failures come back as a :class:`ToolResult` to hand to the model.
+        A ``turn`` that is not a :class:`Turn` raises :class:`ValidationError`."""
         from stm_core.tool.apply import apply_tool_call
 
+        instance_of(turn, Turn, "turn")
         return await apply_tool_call(self, turn, arguments)
 
     async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
                           responses: Sequence[PersonaResponse], *,
                           stop_response: bool = False,
                           privacy_full: bool = False) -> RecordResult:
-        """Post-turn effects: keep the channel's last messages and count the turn."""
+        """Post-turn effects: keep the channel's last messages and count the turn.
+
+        ``history`` and ``responses`` are lists of :class:`HistoryMessage` and
+        :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`)."""
         from stm_core.record import record_turn
 
+        instance_of(turn, Turn, "turn")
+        instances_of(history, HistoryMessage, "history",
+                     'HistoryMessage(author_type="user", content="...", speaker_name="...")')
+        instances_of(responses, PersonaResponse, "responses",
+                     'PersonaResponse(content="...", persona_name="...")')
+        check_flag(stop_response, "stop_response")
+        check_flag(privacy_full, "privacy_full")
         return await record_turn(self, turn, history, responses,
                                  stop_response=stop_response, privacy_full=privacy_full)
 
@@ -363,6 +389,10 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
     ``cross_process_invalidation`` is off) the store also listens for other
     processes' writes, so their changes reach this process's cache.
     """
+    check_optional_text(url, "url")
+    if settings is not None:
+        instance_of(settings, Settings, "settings")
+    check_iterable(plugins, "plugins", "plugin objects or modules")
     settings = settings or Settings.from_env()
     url = url or settings.database_url
     if not url:

@@ -3,7 +3,11 @@
 Placeholders are ``{name}`` with ``name`` matching ``[A-Za-z][A-Za-z0-9_]*``.
 They are found with one regular expression and replaced by plain string
 values; nothing can reach attributes, indexes, conversions or format widths.
-Anything not of that shape (JSON, ``{ spaced }``, ``{1abc}``) is literal text.
+Anything not of that shape (JSON, ``{ spaced }``, ``{1abc}``, ``{12:30}``,
+``{0.__class__}``, ``{x!r}``, ``{x:>9}``, lone ``{`` or ``}``) is literal
+text. So every text an admin, an import or the model writes is stored as
+typed (reference §11) and only made safe when rendered (§4.3): no write path
+refuses a brace.
 """
 
 from __future__ import annotations
@@ -11,13 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from stm_core.errors import TemplateError
-
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
 _SINGLE = re.compile(r"\{(" + _NAME + r")\}")
 _DOUBLE = re.compile(r"\{\{(" + _NAME + r")\}\}")
-#: ``{x.attr}``, ``{0[1]}``, ``{x!r}``, ``{x:>9}``: str.format syntax we refuse.
-_FORMAT_FIELD = re.compile(r"\{\s*[A-Za-z0-9_]*\s*[.\[!:][^{}]*\}")
 
 #: Identity macros the sanitiser keeps, filled later by mention conversion.
 IDENTITY_MACROS = frozenset({"user", "user_formatted", "user_term", "bot", "char"})
@@ -53,18 +53,3 @@ def sanitize(text: str) -> str:
         return match.group(0) if name.lower() in IDENTITY_MACROS else name
 
     return _SINGLE.sub(keep_identity, _DOUBLE.sub(keep_identity, text))
-
-
-def check_template(text: str, *, field: str) -> None:
-    """Refuse ``str.format``-style fields an admin may have typed.
-
-    Raises :class:`TemplateError` naming the first offending field and what is
-    allowed. Plain ``{name}`` placeholders and non-placeholder braces pass.
-    """
-    match = _FORMAT_FIELD.search(text)
-    if match:
-        raise TemplateError(
-            f"{field}: {match.group(0)!r} is not allowed; placeholders are plain "
-            "{name} (letters, digits, underscores) with no attributes, indexes, "
-            "conversions or format specs",
-            field=field, allowed="{name} placeholders")

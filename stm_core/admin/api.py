@@ -29,6 +29,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from stm_core.admin import config_io
+from stm_core.admin.argument_types import checked_arguments
 from stm_core.admin.categories import category_infos, check_categories, parse_category_lines
 from stm_core.admin.history import (
     MemoryHistoryView,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("stm.admin")
 
 
+@checked_arguments
 class Admin:
     """Settings, categories, prompts, privacy and memory edits of one store."""
 
@@ -146,7 +148,8 @@ class Admin:
         return self._edit_lock
 
     def _params(self, stored: ServerSettings) -> ServerParams:
-        return effective_params(stored, self._stm.settings)
+        return effective_params(stored, self._stm.settings,
+                                render_modes=self._stm.hooks.render_modes())
 
     # -- server parameters ---------------------------------------------------------
     async def server_params(self, server_id: str, *,
@@ -216,9 +219,9 @@ class Admin:
                           actor: Actor | None = None) -> ServerPrompts:
         """Set the tool description and/or the nudge (``None`` leaves one as is).
 
-        At most 4000 characters each; blank text resets to the default;
-        ``str.format`` fields (``{0.__class__}``, ``{x[0]}``, ``{x!r}``,
-        ``{x:>9}``) are refused.
+        At most 4000 characters each; blank text resets to the default. Text
+        is stored as typed: braces that are not a ``{name}`` placeholder
+        (``{12:30}``, ``{0.__class__}``) stay literal when rendered.
         """
         self._check(actor, "set_prompts", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")

@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from stm_core.admin.values import CategoryInfo
-from stm_core.errors import TemplateError, ValidationError
+from stm_core.errors import ValidationError
 from stm_core.profile import DEFAULT_CATEGORY
 from stm_core.settings import MAX_CATEGORY_LINE_LENGTH
 from stm_core.slugs import build_slug_map, slugify
 from stm_core.storage.records import CategoryRecord
-from stm_core.templates import check_template
 
 LINE_FORMAT = "label: description"
 
@@ -34,7 +33,8 @@ def parse_category_lines(lines: str | Iterable[str], *,
     Returns ``()`` when every line is blank: the implicit default ``summary``
     category then applies. Raises :class:`ValidationError` for a line without a
     colon, an empty label, description or slug, a duplicate slug, a line longer
-    than 1000 characters, a refused template field, or too many categories.
+    than 1000 characters, or too many categories. Braces in a description are
+    kept as typed (rendering makes them safe).
     """
     pairs: list[tuple[str, str, str]] = []
     for number, raw in enumerate(split_lines(lines), start=1):
@@ -87,10 +87,6 @@ def check_categories(entries: Iterable[tuple[str, str, str]], *,
             raise ValidationError(
                 f"{where}: duplicate category {label!r} (same field name {slug!r} as "
                 f"{seen[slug]!r})", field="categories", allowed="labels with distinct field names")
-        try:
-            check_template(description, field=where)
-        except TemplateError as exc:
-            raise TemplateError(str(exc), field="categories", allowed=exc.allowed) from None
         seen[slug] = label
         records.append(CategoryRecord(position=len(records), label=label,
                                       description=description))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from stm_core.arguments import check_iterable, to_id
 from stm_core.errors import ValidationError
 
 MAX_ID_LENGTH = 128
@@ -15,7 +16,9 @@ _ALLOWED = f"a non-empty id of at most {MAX_ID_LENGTH} characters without spaces
 
 
 def check_id(value: object, field: str) -> str:
-    if (not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH
+    """The id as a string (an ``int`` becomes its decimal text), or ValidationError."""
+    value = to_id(value, field)
+    if (not value or len(value) > MAX_ID_LENGTH
             or any(ch.isspace() or not ch.isprintable() for ch in value)):
         raise ValidationError(f"{field}: {value!r} is not a valid id; expected {_ALLOWED}",
                               field=field, allowed=_ALLOWED)
@@ -27,7 +30,4 @@ def check_optional_id(value: object, field: str) -> str | None:
 
 
 def check_ids(values: Iterable[str], field: str) -> frozenset[str]:
-    if isinstance(values, str):
-        raise ValidationError(f"{field} must be a list of ids, not one string", field=field,
-                              allowed=f"a list of ids ({_ALLOWED})")
-    return frozenset(check_id(v, field) for v in values)
+    return frozenset(check_id(v, field) for v in check_iterable(values, field, "ids"))

@@ -116,13 +116,24 @@ def _depth_label(value: int | str) -> str:
     return f"before the last {value} turns"
 
 
-def effective_params(stored: ServerSettings, settings: Settings) -> ServerParams:
-    """Stored values with defaults filled in for the unset ones."""
+def effective_params(stored: ServerSettings, settings: Settings, *,
+                     render_modes: Collection[str] | None = None) -> ServerParams:
+    """The values builds use: stored ones, defaults for the unset ones.
+
+    A stored render mode that no installed plugin registers (``render_modes``)
+    is not in effect: builds use the default, so that is what is reported,
+    and the stored key is listed in ``unavailable``.
+    """
     base = defaults(settings)
     values: dict[str, int | str] = {}
     unset: set[str] = set()
+    unavailable: dict[str, str] = {}
     for name in PARAM_NAMES:
         value = getattr(stored, name)
+        if (name == "render_mode" and value is not None and render_modes is not None
+                and value not in render_modes):
+            unavailable[name] = str(value)
+            value = None
         if value is None:
             unset.add(name)
             value = base[name]
@@ -136,5 +147,6 @@ def effective_params(stored: ServerSettings, settings: Settings) -> ServerParams
         content_injection_depth=int(values["content_injection_depth"]),
         cache_policy=str(values["cache_policy"]),
         defaults=frozenset(unset),
+        unavailable=unavailable,
         labels={name: param_label(name, values[name]) for name in PARAM_NAMES},
     )

@@ -12,7 +12,6 @@ from stm_core.admin.values import Mode, PromptText, ServerPrompts
 from stm_core.errors import ValidationError
 from stm_core.settings import MAX_PROMPT_OVERRIDE_LENGTH
 from stm_core.storage.records import ServerSettings
-from stm_core.templates import check_template
 
 if TYPE_CHECKING:
     from stm_core.hooks import Hooks
@@ -30,9 +29,9 @@ PROMPT_COLUMNS = {
 def clean_override(text: str, *, field: str) -> str | None:
     """The value to store: ``None`` for blank text, else the trimmed text.
 
-    Raises :class:`ValidationError` when longer than 4000 characters or when it
-    uses ``str.format`` syntax (``{0.__class__}``, ``{x[0]}``, ``{x!r}``,
-    ``{x:>9}``).
+    Raises :class:`ValidationError` when longer than 4000 characters. Braces
+    of any shape are kept: rendering replaces only ``{name}`` placeholders
+    (:mod:`stm_core.templates`), so ``{0.__class__}`` stays literal text.
     """
     trimmed = text.strip()
     if not trimmed:
@@ -41,7 +40,6 @@ def clean_override(text: str, *, field: str) -> str | None:
         raise ValidationError(
             f"{field}: {len(trimmed)} characters; at most {MAX_PROMPT_OVERRIDE_LENGTH}",
             field=field, allowed=f"at most {MAX_PROMPT_OVERRIDE_LENGTH} characters")
-    check_template(trimmed, field=field)
     return trimmed
 
 

@@ -30,6 +30,10 @@ class ServerParams:
     defaults: frozenset[str] = frozenset()
     #: Friendly wording per parameter ("every turn", "tail", ...).
     labels: dict[str, str] = attrs.field(factory=dict)
+    #: Stored values not in effect (a render mode whose plugin is not
+    #: installed): parameter -> the stored value. The field itself shows the
+    #: value builds use, and the parameter is listed in ``defaults``.
+    unavailable: dict[str, str] = attrs.field(factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +46,7 @@ class ServerParams:
             "cache_policy": self.cache_policy,
             "defaults": sorted(self.defaults),
             "labels": dict(self.labels),
+            "unavailable": dict(self.unavailable),
         }
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from stm_core.cli.context_changes import load_previous, previous_messages, prompt_changes
+from stm_core.cli.files import read_json_file
 from stm_core.cli.memory import resolve_where, where_options
 from stm_core.cli.output import emit, heading, plain
 from stm_core.cli.session import json_option, open_cli_store, pass_state
@@ -33,11 +34,7 @@ SAMPLE_DIALOGUE: tuple[dict[str, str], ...] = (
 def load_dialogue(path: Path | None) -> list[dict[str, Any]]:
     if path is None:
         return [dict(m) for m in SAMPLE_DIALOGUE]
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"{path}: not valid JSON ({exc})", field="dialogue",
-                              allowed="a JSON list of chat messages") from None
+    data = read_json_file(path, field="dialogue", allowed="a JSON list of chat messages")
     if not isinstance(data, list) or not all(
             isinstance(m, dict) and isinstance(m.get("role"), str) for m in data):
         raise ValidationError(f"{path}: expected a JSON list of messages like "

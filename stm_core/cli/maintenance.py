@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from stm_core.cli.files import read_json_file, write_text_file
 from stm_core.cli.output import console, emit, plain, table
 from stm_core.cli.session import json_option, open_cli_store, pass_state, redact_url, with_admin
 from stm_core.cli.state import CliState, run
-from stm_core.errors import ValidationError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -142,7 +142,7 @@ def export(state: CliState, server_id: str, output: Path | None) -> None:
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        write_text_file(output, text)
         click.echo(f"wrote {output}", err=True)
 
 
@@ -162,11 +162,7 @@ def import_(state: CliState, server_id: str, file: Path) -> None:
       stm config import 1234567890 server.json
       stm config export 111 | stm config import 222 /dev/stdin
     """
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"{file}: not valid JSON ({exc})", field="file",
-                              allowed="a file written by 'stm config export'") from None
+    data = read_json_file(file, field="file", allowed="a file written by 'stm config export'")
 
     result = with_admin(state, lambda admin: admin.import_config(server_id, data))
     emit(state, result, lambda out: plain(

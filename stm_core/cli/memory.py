@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from stm_core.cli.files import read_text_file
 from stm_core.cli.output import emit, heading, note, plain, table, timestamp
 from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
 from stm_core.cli.state import CliState, run
@@ -163,7 +164,8 @@ def edit(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
     if summary is not None and summary_file is not None:
         raise click.UsageError("give --summary or --summary-file, not both")
     if summary_file is not None:
-        summary = summary_file.read_text(encoding="utf-8")
+        summary = read_text_file(summary_file, field="summary-file",
+                                 allowed="a UTF-8 text file")
     chosen = sum((summary is not None, bool(fields), clear))
     if chosen != 1:
         raise click.UsageError("give one of --summary/--summary-file, --field or --clear")

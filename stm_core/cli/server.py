@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from stm_core.cli.files import read_text_file
 from stm_core.cli.output import emit, heading, note, on_off, plain, table
 from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
 from stm_core.cli.state import CliState, run
@@ -37,13 +38,18 @@ def params() -> None:
 
 def show_params(state: CliState, result: ServerParams) -> None:
     def human(out: Console) -> None:
-        rows = [(name, getattr(result, name), result.labels[name],
-                 "default" if name in result.defaults else "set")
+        rows = [(name, getattr(result, name), result.labels[name], _source(result, name))
                 for name in result.labels]
         out.print(table(f"Parameters of server {result.server_id}",
                         ("parameter", "value", "meaning", "source"), rows))
 
     emit(state, result.to_dict(), human)
+
+
+def _source(result: ServerParams, name: str) -> str:
+    if name in result.unavailable:
+        return f"default (stored {result.unavailable[name]!r} is not installed)"
+    return "default" if name in result.defaults else "set"
 
 
 @params.command("show")
@@ -138,7 +144,7 @@ def read_text(text: str | None, path: Path | None, name: str) -> str | None:
     if text is not None and path is not None:
         raise click.UsageError(f"give --{name} or --{name}-file, not both")
     if path is not None:
-        return path.read_text(encoding="utf-8")
+        return read_text_file(path, field=name, allowed="a UTF-8 text file")
     return text
 
 
@@ -269,8 +275,9 @@ def categories_set(state: CliState, server_id: str, lines: tuple[str, ...],
     """
     if bool(lines) == (file is not None):
         raise click.UsageError("give --line (repeatable) or --file")
-    source: str | tuple[str, ...] = (file.read_text(encoding="utf-8") if file is not None
-                                     else lines)
+    source: str | tuple[str, ...] = (
+        read_text_file(file, field="file", allowed="a UTF-8 text file of 'label: description' "
+                       "lines") if file is not None else lines)
 
     show_categories(state, with_admin(state, lambda admin: admin.set_categories(server_id, source)))
 

@@ -30,5 +30,5 @@ def nudge_text(stm: Stm, turn: Turn, profile: ServerProfile,
                record: MemoryRecord | None) -> str | None:
     if not nudge_due(record, profile) or not gates_open(stm, turn, profile):
         return None
-    prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider)
+    prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider, turn.model)
     return prompts.nudge or None

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def gates_open(stm: Stm, turn: Turn, profile: ServerProfile) -> bool:
     """The provider gates for this turn (memoized per argument tuple)."""
     return stm.hooks.tool_available(turn.provider, turn.has_tools, profile.stm_enabled,
-                                    turn.explicit_long_term_intent)
+                                    turn.explicit_long_term_intent, turn.model)
 
 
 async def tool_available(stm: Stm, turn: Turn) -> bool:

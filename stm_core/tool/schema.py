@@ -55,12 +55,19 @@ def cached_tool_schema(profile: ServerProfile, prompts: PromptSet) -> ToolSchema
     return schema
 
 
-def tool_format(hooks: Hooks, format: str | None, provider: str) -> ToolFormat:
-    """The format asked for by key, else the one the provider uses."""
+def tool_format(hooks: Hooks, format: str | None, provider: str,
+                model: str | None = None) -> ToolFormat:
+    """The format asked for by key, else the one of the provider and model
+    (:meth:`~stm_core.hooks.Hooks.tool_format_for`)."""
     if format is None:
-        return hooks.tool_format_for_provider(provider)
+        return hooks.tool_format_for(provider, model)
+    return registered_format(hooks, format)
+
+
+def registered_format(hooks: Hooks, format: str) -> ToolFormat:
+    """The format registered under ``format``, or a :class:`ValidationError`."""
     formats = hooks.tool_formats()
-    found = formats.get(format)
+    found = formats.get(format) if isinstance(format, str) else None
     if found is None:
         raise ValidationError(
             f"unknown tool format {format!r}; registered formats: "
@@ -70,23 +77,26 @@ def tool_format(hooks: Hooks, format: str | None, provider: str) -> ToolFormat:
 
 
 def render_tool_schema(hooks: Hooks, schema: ToolSchema, format: str | None = None,
-                       provider: str = "") -> dict[str, Any]:
+                       provider: str = "", model: str | None = None) -> dict[str, Any]:
     """``schema`` as a provider declaration; a new dict on every call, so the
     caller may change it freely."""
-    return tool_format(hooks, format, provider).render(schema)
+    return tool_format(hooks, format, provider, model).render(schema)
 
 
 async def tool_schema(stm: Stm, turn: Turn, format: str | None) -> dict[str, Any] | None:
     """The declaration to offer this turn, or ``None`` when the tool is not
     available (gates closed, or already used this turn).
 
-    Raises :class:`ValidationError` for an unknown ``format`` key.
+    Raises :class:`ValidationError` for an unknown ``format`` key (even on turns
+    where the tool is withheld: a typo is a host bug), and
+    :class:`~stm_core.errors.UnknownProvider` when no format is known for the
+    turn's provider and model and the tool would be offered (a provider without
+    tools, such as NovelAI, needs none).
     """
-    # Resolve the format first: a typo is a host bug and must surface even on
-    # turns where the tool happens to be withheld.
-    fmt = tool_format(stm.hooks, format, turn.provider)
+    explicit = None if format is None else registered_format(stm.hooks, format)
     if not await tool_available(stm, turn):
         return None
+    fmt = explicit or stm.hooks.tool_format_for(turn.provider, turn.model)
     profile = await stm.profile_for(turn.server_id)
-    prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider)
+    prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider, turn.model)
     return fmt.render(cached_tool_schema(profile, prompts))

@@ -95,8 +95,8 @@ def broken(change: str) -> dict[str, Any]:
         bad["params"]["cache_policy"] = "warm"
     elif change == "number for cache policy":
         bad["params"]["cache_policy"] = 1
-    elif change == "format syntax":
-        bad["prompts"]["nudge"] = "{x.__class__}"
+    elif change == "prompt not text":
+        bad["prompts"]["nudge"] = 5
     elif change == "duplicate category":
         bad["categories"].append({"label": "goals", "description": "again"})
     elif change == "too many categories":
@@ -115,7 +115,7 @@ def broken(change: str) -> dict[str, Any]:
 @pytest.mark.parametrize("change", [
     "extra top key", "extra nested key", "string for int", "bool for int", "out of range",
     "unknown render mode", "unknown cache policy", "number for cache policy",
-    "format syntax", "duplicate category", "too many categories",
+    "prompt not text", "duplicate category", "too many categories",
     "bad channel id", "wrong version", "wrong format", "not an object"])
 async def test_invalid_documents_write_nothing(stm: Stm, change: str) -> None:
     await configure(stm, "g1")

@@ -133,3 +133,17 @@ async def test_cache_policy_is_stored_shown_and_reaches_the_profile(stm: Stm) ->
     params = await stm.admin.reset_server_params(SERVER, names=["cache_policy"])
     assert params.cache_policy == "freshness" and "cache_policy" in params.defaults
     assert not (await stm.profile_for(SERVER)).stable
+async def test_stored_render_mode_without_its_plugin_reports_the_one_in_effect(
+        stm: Stm) -> None:
+    # Written while a plugin registering "fancy" was installed; it is not any more.
+    await stm.adapter.update_server_settings(SERVER, {"render_mode": "fancy"},
+                                             now_ms=stm.clock.now_ms())
+    params = await stm.admin.server_params(SERVER)
+    assert params.render_mode == "crude_summary"
+    assert params.unavailable == {"render_mode": "fancy"}
+    assert "render_mode" in params.defaults
+    assert params.to_dict()["unavailable"] == {"render_mode": "fancy"}
+    assert (await stm.profile_for(SERVER)).render_mode.key == params.render_mode
+    # Choosing an installed mode clears the mark.
+    params = await stm.admin.set_server_params(SERVER, render_mode="supersede")
+    assert params.render_mode == "supersede" and params.unavailable == {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.errors import TemplateError, ValidationError
+from stm_core.errors import ValidationError
 from stm_core.store import Stm
 
 SERVER = "g1"
@@ -58,13 +58,10 @@ async def test_reset_one_or_both(stm: Stm) -> None:
 
 @pytest.mark.parametrize("text", ["{0.__class__}", "hi {x[0]}", "{x!r}", "{x:>99999}",
                                   "{user.__init__.__globals__}"])
-async def test_format_syntax_is_refused_and_nothing_written(stm: Stm, text: str) -> None:
-    await stm.admin.set_prompts(SERVER, tool_description="kept")
-    before = await stm.adapter.load_server_settings(SERVER)
-    with pytest.raises(TemplateError) as info:
-        await stm.admin.set_prompts(SERVER, tool_description="fine", nudge=text)
-    assert info.value.field == "nudge"
-    assert await stm.adapter.load_server_settings(SERVER) == before
+async def test_format_syntax_is_stored_as_typed(stm: Stm, text: str) -> None:
+    prompts = await stm.admin.set_prompts(SERVER, tool_description="fine", nudge=text)
+    assert prompts.nudge.text == text
+    assert (await stm.adapter.load_server_settings(SERVER)).update_nudge_override == text
 
 
 async def test_length_limit(stm: Stm) -> None:

@@ -56,8 +56,9 @@ def test_prompts_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:
 
     reset = ok(stm_cli("--json", "server", "prompts", "reset", "g1", "--nudge")).json()
     assert reset["nudge"]["is_default"] and not reset["tool_description"]["is_default"]
-    line = refused(stm_cli("server", "prompts", "set", "g1", "--nudge", "{x.__class__}"))
-    assert "not allowed" in line
+    stored = ok(stm_cli("--json", "server", "prompts", "set", "g1", "--nudge",
+                        "Refresh at {12:30} {x.__class__}")).json()
+    assert stored["nudge"]["text"] == "Refresh at {12:30} {x.__class__}"  # as typed
 
 
 def test_categories_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:
@@ -107,3 +108,22 @@ def test_capability(stm_cli: RunStm) -> None:
     shown = ok(stm_cli("--json", "server", "capability", "show", "g1")).json()
     assert shown["stm_enabled"] is False and shown["is_default"] is False
     assert ok(stm_cli("--json", "server", "capability", "on", "g1")).json()["stm_enabled"]
+
+
+def test_params_show_marks_a_render_mode_whose_plugin_is_gone(stm_cli: RunStm,
+                                                              db_arg: str) -> None:
+    import asyncio
+
+    from stm_core.store import open_store
+
+    async def store_gone_mode() -> None:
+        async with open_store(db_arg, load_entrypoints=False) as stm:
+            await stm.adapter.update_server_settings("g1", {"render_mode": "fancy"},
+                                                     now_ms=stm.clock.now_ms())
+
+    asyncio.run(store_gone_mode())
+    shown = ok(stm_cli("--json", "server", "params", "show", "g1")).json()
+    assert shown["render_mode"] == "crude_summary"
+    assert shown["unavailable"] == {"render_mode": "fancy"}
+    human = ok(stm_cli("server", "params", "show", "g1")).stdout
+    assert "stored 'fancy' is not installed" in human

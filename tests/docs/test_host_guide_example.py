@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stm_core.models import Turn
-from stm_core.settings import ENV_VARS
+from stm_core.settings import ENV_VARS, RULES
 from stm_core.storage.records import MemoryKey
 from stm_core.store import Stm, open_store
 
@@ -29,6 +29,14 @@ def test_the_guide_shows_this_exact_code() -> None:
 def test_the_guide_lists_every_environment_variable() -> None:
     guide = GUIDE.read_text(encoding="utf-8")
     assert [name for name in ENV_VARS if f"`{name}`" not in guide] == []
+
+
+def test_the_guide_gives_each_variable_its_checked_range() -> None:
+    rows = {line.split(" | ")[0].strip("| `"): line
+            for line in GUIDE.read_text(encoding="utf-8").splitlines()
+            if line.startswith("| `")}
+    assert [rule.var for rule in RULES.values()
+            if f" | {rule.allowed} | " not in rows.get(rule.var, "")] == []
 
 
 async def test_the_example_runs_a_conversation_through_the_store(stm: Stm) -> None:

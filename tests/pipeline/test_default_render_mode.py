@@ -73,12 +73,11 @@ def test_the_variable_is_read_from_the_environment() -> None:
 
 @pytest.mark.parametrize("value", ["crude summary", "{mode}", "x" * 65, "-dash", "mode\nx"])
 def test_a_malformed_value_is_a_configuration_error(value: str) -> None:
-    with pytest.raises(ConfigurationError, match="STM_DEFAULT_RENDER_MODE must be a render "
-                                                 "mode key"):
+    with pytest.raises(ConfigurationError, match=r"^STM_DEFAULT_RENDER_MODE=.* allowed: a key "):
         Settings.from_env({"STM_DEFAULT_RENDER_MODE": value})
 
 
 @pytest.mark.parametrize("value", [3, b"supersede", ["supersede"]])
 def test_a_value_of_the_wrong_type_in_code_is_a_configuration_error(value: object) -> None:
-    with pytest.raises(ConfigurationError, match="must be a render mode key"):
+    with pytest.raises(ConfigurationError, match=r"^STM_DEFAULT_RENDER_MODE=.* allowed: a key "):
         attrs.evolve(Settings(), default_render_mode=value)

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from stm_core import HistoryMessage, PersonaResponse, Settings, Turn, open_store
+from stm_core.errors import UnknownProvider
 
 SERVER = "3001"
 HERE, THERE = "2001", "2002"
@@ -46,9 +47,18 @@ async def main(url: str, render_mode: str, providers: list[str]) -> dict[str, An
                 "other_channels": [i.text for i in ctx.memory_items
                                    if i.kind == "other_channels"],
                 "nudge": ctx.nudge_item.text if ctx.nudge_item else None,
-                "tool": await stm.tool_schema(turn(HERE, provider)),
+                "tool": await tool_or_error(stm, turn(HERE, provider)),
             }
         return out
+
+
+async def tool_or_error(stm: Any, turn: Turn) -> dict[str, Any] | None:
+    """The declaration, or the name of the error when no format knows the provider."""
+    try:
+        schema: dict[str, Any] | None = await stm.tool_schema(turn)
+    except UnknownProvider as exc:
+        return {"error": type(exc).__name__}
+    return schema
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ BAD_SIGNATURE_PLUGIN = '''
 from hookspecs import hookimpl
 
 @hookimpl
-def stm_tool_available(provider, model):
+def stm_tool_available(provider, temperature):
     return None
 '''
 

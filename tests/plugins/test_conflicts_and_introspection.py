@@ -89,7 +89,7 @@ def test_a_provider_claimed_by_two_tool_formats_is_a_conflict() -> None:
     pm = create_plugin_manager(load_entrypoints=False, plugins=[OpenAIClaimer()])
 
     with pytest.raises(PluginError, match="tool format provider 'openai'"):
-        Hooks(pm).tool_format_for_provider("openai")
+        Hooks(pm).tool_format_for("openai")
     assert [(c.what, c.key, c.plugins) for c in find_conflicts(pm)] == [
         ("tool format provider", "openai", ("stm_plugins.tool_formats", "openai-claimer"))]
 

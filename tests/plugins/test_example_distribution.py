@@ -249,7 +249,9 @@ def test_the_acme_plugins_change_what_a_host_builds(plugin_venv: PluginVenv) -> 
     # Tool schema in the acme format for provider "acme".
     assert acme["acme"]["tool"]["action"] == "update_short_term_memory"
     assert [i["name"] for i in acme["acme"]["tool"]["inputs"]] == ["summary"]
-    assert plain["acme"]["tool"]["type"] == "function"
+    # Without the plugin that knows provider "acme", it is reported, not sent
+    # an OpenAI declaration.
+    assert plain["acme"]["tool"] == {"error": "UnknownProvider"}
     assert acme["openai"]["tool"]["type"] == "function"
     # The acme-lite gate: no tool, no nudge; without the plugin both are offered.
     assert acme["acme-lite"]["tool"] is None and acme["acme-lite"]["nudge"] is None

@@ -96,7 +96,7 @@ def test_a_bad_hook_signature_fails_registration_naming_plugin_and_hook(
     [failure] = pm.load_failures
     assert failure.stage == "register"
     assert "'bad_sig'" in failure.error and "'stm_tool_available'" in failure.error
-    assert "model" in failure.error
+    assert "temperature" in failure.error
     assert not pm.has_plugin("bad_sig")
 
 

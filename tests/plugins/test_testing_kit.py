@@ -25,7 +25,7 @@ class NoToolsForAcme:
 
 class Invalid:
     @hookimpl
-    def stm_tool_available(self, provider: str, model: str) -> bool | None:
+    def stm_tool_available(self, provider: str, temperature: str) -> bool | None:
         return None
 
 

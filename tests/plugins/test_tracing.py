@@ -26,11 +26,12 @@ def test_tracing_logs_the_call_the_implementations_and_the_result(
     hooks = Hooks(pm)
 
     with caplog.at_level(logging.DEBUG, logger="stm.trace"):
-        assert hooks.tool_available("novelai", True, True, False) is False
+        assert hooks.tool_available("novelai", True, True, False, "clio") is False
 
     call, result = trace_lines(caplog)
     assert call == ("call stm_tool_available(provider='novelai', has_tools=True, "
-                    "stm_enabled=True, explicit_long_term_intent=False); implementations: "
+                    "stm_enabled=True, explicit_long_term_intent=False, model='clio'); "
+                    "implementations: "
                     "stm_plugins.builtin_gates, stm_plugins.novelai")
     assert result == "stm_tool_available returned [False]"
 

@@ -90,7 +90,8 @@ async def test_a_raising_hook_is_contained(hook: str, tmp_path: Path,
         for write in (lambda: record(stm, turn(), "after the fault"),
                       lambda: stm.admin.set_server_params(
                           SERVER, refresh_cadence=3, actor=Actor(user_id="u1", can_manage=True)),
-                      lambda: stm.tool_schema(turn(), "openai")):
+                      lambda: stm.tool_schema(turn(), "openai"),
+                      lambda: stm.tool_schema(turn())):  # the tool-format rule's hook
             before = await snapshot(stm)
             try:
                 await write()

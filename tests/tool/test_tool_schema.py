@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.errors import ValidationError
+from stm_core.errors import UnknownProvider, ValidationError
 from stm_core.models import Turn
 from stm_core.profile import SUMMARY_FIELD_DESCRIPTION
 from stm_core.store import Stm
@@ -74,10 +74,12 @@ async def test_description_override_applies_in_both_modes(
 async def test_format_follows_the_provider(stm: Stm) -> None:
     anthropic = await stm.tool_schema(guild_turn(provider="anthropic"))
     gemini = await stm.tool_schema(guild_turn(provider="gemini"))
-    unknown = await stm.tool_schema(guild_turn(provider="some-new-llm"))
+    unstated = await stm.tool_schema(guild_turn(provider=""))
     assert anthropic is not None and "input_schema" in anthropic
     assert gemini is not None and gemini["parameters"]["type"] == "OBJECT"
-    assert unknown is not None and unknown["type"] == "function"
+    assert unstated is not None and unstated["type"] == "function"
+    with pytest.raises(UnknownProvider, match="'some-new-llm'"):
+        await stm.tool_schema(guild_turn(provider="some-new-llm"))
 
 
 async def test_unknown_format_key_lists_the_registered_ones(stm: Stm) -> None:
