@@ -104,3 +104,23 @@ def test_a_previous_prompt_that_is_no_list_is_refused(bad: object) -> None:
 def test_previous_entries_of_any_shape_only_fail_to_match() -> None:
     out = inject(dialogue(3), ctx(SAME), previous=[None, 3, "this channel", {"x": 1}])
     assert out[-1]["content"] == "this channel"
+
+
+def test_a_previous_prompt_that_went_through_json_keeps_the_block_when_tagged() -> None:
+    import json
+
+    sent = inject(dialogue(3), ctx(OTHER, SAME), keep_tags=True)
+    stored = json.loads(json.dumps(sent))
+    out = inject(dialogue(5), ctx(OTHER, SAME), keep_tags=True, previous=stored)
+    assert json.loads(json.dumps(out))[:len(stored)] == stored
+    untagged = json.loads(json.dumps(inject(dialogue(3), ctx(OTHER, SAME))))
+    moved = inject(dialogue(5), ctx(OTHER, SAME), previous=untagged)
+    assert moved[-1]["content"] == "this channel", "untagged, it is not known as stm's"
+
+
+def test_the_block_stays_put_in_anthropic_messages_too() -> None:
+    chat = [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": [{"type": "text", "text": f"m{i}"}]} for i in range(5)]
+    previous = inject(chat[:3], ctx(SAME), format="anthropic")
+    out = inject(chat, ctx(SAME), format="anthropic", previous=previous)
+    assert out[:4] == previous and out[3].item == SAME
