@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test demo lint typecheck bench bench-quick reliability clean
+.PHONY: test demo lint typecheck bench bench-quick reliability mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "stm needs Python 3.11+")'
@@ -48,5 +48,14 @@ reliability: $(STAMP)
 	$(BIN)/python -m pytest tests/reliability -q
 	cat build/reliability-figures.json
 
+## Mutation testing of the core (docs/testing.md); not part of CI. About 20-40
+## minutes here; memory and SQLite only. Writes build/mutation-score.json.
+mutate: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[mutate]'
+	rm -rf mutants
+	env -u STM_TEST_POSTGRES_URL -u STM_REQUIRE_POSTGRES $(BIN)/mutmut run || true
+	mkdir -p build
+	$(BIN)/python tools/mutation_score.py --out build/mutation-score.json
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache mutants

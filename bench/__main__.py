@@ -21,6 +21,7 @@ from bench import (
     report,
     scenarios_build,
     scenarios_cache,
+    scenarios_cli,
     scenarios_history,
     scenarios_janitor,
     scenarios_peers,
@@ -28,6 +29,7 @@ from bench import (
     scenarios_record,
     scenarios_scale,
     scenarios_server_scale,
+    scenarios_telemetry,
 )
 from bench.config import RunConfig, make_config
 
@@ -46,6 +48,8 @@ SCENARIOS: dict[str, Scenario] = {
     "cache": scenarios_cache.run,
     "prefix": scenarios_prefix.run,
     "history": scenarios_history.run,
+    "cli": scenarios_cli.run,
+    "telemetry": scenarios_telemetry.run,
 }
 
 

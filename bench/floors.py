@@ -53,6 +53,8 @@ def floor_server(seeds: Sequence[w.ChannelSeed], *, now_ms: int, render_mode: st
     nudge = CATEGORY_NUDGE.replace("{category_labels}", ", ".join(w.CATEGORY_LABELS))
     for name, tool in TOOL_NAMES.items():
         nudge = nudge.replace("{" + name + "}", f"`{tool}`")
+    # The benchmark host declares no long-term-memory tool: no sentence names one.
+    nudge = nudge.replace("{long_term_memory_sentence}", "")
     rows = {s.channel_id: FloorRow(
         channel_id=s.channel_id, lineage=w.LINEAGE_ID, summary=s.summary,
         categories=dict(s.categories),

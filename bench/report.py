@@ -29,7 +29,8 @@ HEADLINE_KEYS = ("build_ratio", "record_ratio", "record_ratio_sqlite", "turn_rat
                  "record_ratio_postgres", "concurrent_throughput_ratio", "vs_langgraph_saver",
                  "vs_openai_session", "server_scale_ratio", "cpu_us_per_turn",
                  "bytes_per_turn", "scale_ratio", "janitor_writer_p99_ms",
-                 "db_calls_per_warm_build")
+                 "db_calls_per_warm_build", "cli_startup_ms",
+                 "telemetry_overhead")
 
 #: The same comparison in CPU time per turn, next to each wall-time ratio.
 CPU_KEYS = {"record_ratio_sqlite": "record_cpu_ratio_sqlite",
@@ -39,7 +40,9 @@ CPU_KEYS = {"record_ratio_sqlite": "record_cpu_ratio_sqlite",
             "vs_openai_session": "vs_openai_session_cpu",
             "vs_langgraph_saver": "vs_langgraph_saver_cpu",
             "server_scale_ratio": "server_scale_cpu_ratio",
-            "concurrent_throughput_ratio": "concurrent_cpu_ratio"}
+            "concurrent_throughput_ratio": "concurrent_cpu_ratio",
+            "telemetry_overhead": "telemetry_overhead_cpu",
+            "telemetry_build_overhead": "telemetry_build_overhead_cpu"}
 
 
 @attrs.frozen(kw_only=True)
@@ -62,6 +65,12 @@ TARGETS = (
     Target(key="vs_openai_session", text="≥ 1.4", source=_ISSUE, check=lambda v: v >= 1.4),
     Target(key="vs_langgraph_saver", text="≥ 2.5", source=_ISSUE, check=lambda v: v >= 2.5),
     Target(key="server_scale_ratio", text="≤ 1.5", source=_ISSUE, check=lambda v: v <= 1.5),
+    Target(key="telemetry_overhead", text="≤ 1.02 (noise)", source="operators issue",
+           check=lambda v: v <= 1.02),
+    Target(key="telemetry_build_overhead", text="≤ 1.05", source="operators issue",
+           check=lambda v: v <= 1.05),
+    Target(key="cli_startup_ms", text="≤ 250 ms", source="operators issue",
+           check=lambda v: v <= 250),
     Target(key="db_calls_per_warm_build", text="= 0", source="core issue",
            check=lambda v: v == 0),
     Target(key="tool_write_ratio_sqlite", text="≤ 2", source="same bar as record_turn",
@@ -251,6 +260,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines += _build_section(results) + _growth_section(results) + _scale_section(results)
     lines += _server_scale_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
+    lines += _cli_section(results)
     if results.get("errors"):
         lines += ["", "## Scenarios that failed", ""]
         lines += [f"- `{k}`: {v}" for k, v in results["errors"].items()]
@@ -343,6 +353,22 @@ def _cache_section(r: dict[str, Any]) -> list[str]:
             f"{c['after_filling_cache_kb']:,} KB, after touching all "
             f"{c['after_touching_all_kb']:,} KB (growth {c['rss_growth_kb']:,} KB). "
             f"Cache sizes after: {c['cache_sizes_after']}."]
+
+
+def _cli_section(r: dict[str, Any]) -> list[str]:
+    c = r.get("cli_startup")
+    if not c:
+        return []
+    imp = c["imports"]
+    return ["", "## Command start-up", "",
+            f"`{c['command']}`, median of {c['runs']} runs of the installed command: "
+            f"{_fmt(r.get('cli_startup_ms'))} ms (min {_fmt(c['min_ms'])}, max "
+            f"{_fmt(c['max_ms'])}); a bare `python -c pass` interleaved with it: "
+            f"{_fmt(r.get('cli_python_floor_ms'))} ms. Under `python -X importtime`: "
+            f"{imp['modules']} modules, {_fmt(imp['total_import_ms'])} ms of imports, "
+            f"SQLAlchemy imported: {_fmt(imp['sqlalchemy_imported'])}.", "",
+            "| package | import self time ms |", "|---|---:|",
+            *(f"| {k} | {_fmt(v)} |" for k, v in imp["top_packages_ms"].items())]
 
 
 def _concurrency_section(r: dict[str, Any]) -> list[str]:

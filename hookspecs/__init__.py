@@ -9,6 +9,7 @@ the answers, so implementations must be pure functions of their arguments.
 from __future__ import annotations
 
 from hookspecs.annotations import AnnotationSpecs
+from hookspecs.budget import BudgetSpecs
 from hookspecs.gates import ToolGateSpecs
 from hookspecs.macros import MacroSpecs
 from hookspecs.markers import PROJECT_NAME, hookimpl, hookspec
@@ -32,6 +33,7 @@ SPEC_CLASSES: tuple[type, ...] = (
     ToolSchemaSpecs,
     AnnotationSpecs,
     PermissionSpecs,
+    BudgetSpecs,
 )
 
 __all__ = ["PROJECT_NAME", "SPEC_CLASSES", "hookimpl", "hookspec"]

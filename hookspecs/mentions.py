@@ -17,9 +17,9 @@ class MentionSpecs:
         """Offer converters applied, in order, to every text stm emits.
 
         When: once per plugin set; each converter is then called per emitted
-        text as ``converter(text, turn)``. The built-in converter (``trylast``)
-        turns ``<@id>``, ``<#id>``, ``<@&id>`` and ``{user}``/``{bot}`` into names
-        from the turn.
+        text as ``converter(text, turn)``. The built-in converters (``trylast``)
+        name Discord mentions (``<@id>``, ``<#id>``, ``<@&id>``), Slack mentions
+        (``<@U123>``, ``<#C123|name>``) and ``{user}``/``{bot}`` from the turn.
 
         :return: an iterable of callables ``(text, turn) -> text``; all plugins'
             converters run, in hook order (most recently registered first).

@@ -17,6 +17,7 @@ from stm_core.errors import (
     PluginError,
     StmError,
     StorageError,
+    StoreClosed,
     TemplateError,
     UnknownDatabaseURL,
     UnknownProvider,
@@ -56,6 +57,7 @@ from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings
 from stm_core.storage.factory import adapter_for_url
 from stm_core.store import Stm, open_store
+from stm_core.sync import SyncStm, open_store_sync
 from stm_core.tool import TOOL_NAME
 
 __all__ = [
@@ -83,6 +85,8 @@ __all__ = [
     "StmMessage",
     "StorageAdapterSpec",
     "StorageError",
+    "StoreClosed",
+    "SyncStm",
     "SystemClock",
     "TemplateError",
     "ToolFormat",
@@ -101,5 +105,6 @@ __all__ = [
     "inject",
     "insert_at_dialogue_depth",
     "open_store",
+    "open_store_sync",
     "strip_injected",
 ]

@@ -55,3 +55,7 @@ class PermissionDenied(StmError):
 class UnknownProvider(ValidationError):
     """No tool format is known for a turn's provider (and model): a typo, or a
     provider that needs an explicit ``format=`` or an ``stm_tool_format`` plugin."""
+
+
+class StoreClosed(StmError):
+    """A call reached a store that was already closed."""

@@ -24,6 +24,7 @@ from stm_core.plugin_types import (
     MentionConverter,
     RenderMode,
     StorageAdapterSpec,
+    TokenCounter,
     ToolFormat,
     VisibilityPolicy,
 )
@@ -211,6 +212,16 @@ class Hooks:
             "stm_register_tool_formats",
             lambda f: tuple(normalize_provider(p) for p in f.providers),
             "tool format provider"))
+
+    # -- prompt budget -------------------------------------------------------------
+    def token_counter(self, provider: str) -> TokenCounter:
+        def compute() -> TokenCounter:
+            counter = self.pm.hook.stm_token_counter(provider=provider)
+            if not callable(counter):
+                raise PluginError(f"no plugin answered stm_token_counter with a callable "
+                                  f"(got {counter!r})")
+            return cast(TokenCounter, counter)
+        return self._cached(("tokens", provider), compute)
 
     # -- admin permissions ---------------------------------------------------------
     def admin_allowed(self, actor: Actor, action: AdminAction) -> bool:

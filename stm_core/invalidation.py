@@ -26,6 +26,15 @@ commits after the listener died shows here within ``listener_check_seconds``.
 A dead connection is replaced with growing pauses. A safety expiry
 (``cache_max_age_seconds``, 300 s by default while listening) bounds
 staleness even if a notice were lost some other way.
+
+A listener may connect and still hear nothing: behind a connection pooler in
+transaction mode, LISTEN runs on a server connection that goes back to the
+pool. So on every (re)connect the adapter sends a test notice through its
+statement connections and waits a bounded time for it to come back
+(``delivers_notices`` on the subscription). When it does not, one warning
+names the cause and the fix (a direct ``listen_url``), and cached views are
+kept no longer than ``unheard_cache_max_age_seconds`` (5 s by default)
+instead of the 300 s meant for a working listener.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from stm_core import telemetry
 from stm_core.storage.protocol import ChangeFeed, Subscription
 from stm_core.storage.records import ChangeNotice, MemoryKey
 
@@ -83,10 +93,33 @@ class InvalidationListener:
         self._wake_applier = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        telemetry.watch_listener(self)
+        self._warned_unheard = False
 
     @property
     def connected(self) -> bool:
         return self._subscription is not None
+
+    def staleness_bound_s(self) -> float | None:
+        """The longest a cached view may now lag another process's write:
+        the safety expiry while listening (the short one when notices are
+        known not to arrive), ``listener_check_seconds`` while not listening
+        (``None``: no bound)."""
+        settings = self._stm.settings
+        listening_ms = settings.cache_max_age_ms(listening=True)
+        listening_s = None if listening_ms is None else listening_ms / 1000
+        if self.connected:
+            max_age_ms = self._max_age_ms()
+            return None if max_age_ms is None else max_age_ms / 1000
+        unheard_s = settings.listener_check_seconds
+        return unheard_s if listening_s is None else min(unheard_s, listening_s)
+
+    @property
+    def hears_notices(self) -> bool | None:
+        """Whether the live subscription's self-check heard its test notice
+        (``None``: not connected, or the adapter does not check)."""
+        delivers = getattr(self._subscription, "delivers_notices", None)
+        return delivers if isinstance(delivers, bool) else None
 
     @property
     def subscription(self) -> Subscription | None:
@@ -128,12 +161,36 @@ class InvalidationListener:
         # Listening again: whatever was announced while nobody listened is lost.
         self._stm.cache.clear()
         self._stm.cache.stats.flushes += 1
-        self._stm.cache.expire_after(self._stm.settings.cache_max_age_ms(listening=True),
-                                     self._stm.clock.now_ms)
+        self._stm.cache.expire_after(self._max_age_ms(), self._stm.clock.now_ms)
+        if self.hears_notices is False:
+            self._warn_unheard()
         self._connected.set()
         if self.stats.connects > 1:
+            telemetry.counts.listener_reconnects += 1
             log.info("listening for other processes' writes again; cache dropped")
         return True
+
+    def _max_age_ms(self) -> int | None:
+        """The listening expiry, shortened while notices are known not to arrive."""
+        listening_ms = self._stm.settings.cache_max_age_ms(listening=True)
+        if self.hears_notices is not False:
+            return listening_ms
+        unheard_ms = int(self._stm.settings.unheard_cache_max_age_seconds * 1000)
+        return unheard_ms if listening_ms is None else min(unheard_ms, listening_ms)
+
+    def _warn_unheard(self) -> None:
+        if self._warned_unheard:
+            return
+        self._warned_unheard = True
+        log.warning(
+            "change notices do not reach this process: its listening connection did not "
+            "hear its own test notice. The usual cause is a connection pooler in "
+            "transaction mode (PgBouncer pool_mode=transaction) between stm and "
+            "PostgreSQL, where LISTEN does not work. Fix: give the listener a direct URL "
+            "to the database (STM_LISTEN_URL / open_store(listen_url=...)). Until then "
+            "cached views are reloaded after %.1f s (STM_UNHEARD_CACHE_MAX_AGE_SECONDS), "
+            "so other processes' changes show up that late.",
+            self._stm.settings.unheard_cache_max_age_seconds)
 
     async def _disconnect(self) -> None:
         subscription, self._subscription = self._subscription, None

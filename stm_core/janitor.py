@@ -17,7 +17,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from stm_core import telemetry
+from stm_core.errors import StorageError
+from stm_core.storage.protocol import StorageInventory
+
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from stm_core.store import Stm
 
 log = logging.getLogger("stm.janitor")
@@ -54,17 +60,33 @@ class Janitor:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    async def would_remove(self) -> int:
+        """How many rows :meth:`run_once` would delete now (a preview; needs the
+        adapter's :class:`~stm_core.storage.protocol.StorageInventory`)."""
+        adapter = self.stm.adapter
+        if not isinstance(adapter, StorageInventory):
+            raise StorageError(f"the {adapter.name} storage adapter cannot preview the janitor "
+                               "(it does not implement StorageInventory)")
+        return await adapter.count_older_than(
+            self.stm.clock.now_ms() - self.stm.settings.retention_ms)
+
     async def run_once(self, progress: Callable[[int], None] | None = None) -> int:
         """Delete every row untouched since the retention cutoff; returns how many.
 
         ``progress`` is called with the running total after each batch.
         """
+        with telemetry.span("stm.janitor.run") as span:
+            total = await self._purge(progress, span)
+        telemetry.counts.janitor_runs += 1
+        return total
+
+    async def _purge(self, progress: Callable[[int], None] | None, span: Span | None) -> int:
         settings = self.stm.settings
         cutoff = self.stm.clock.now_ms() - settings.retention_ms
         pause_s = settings.janitor_pause_ms / 1000
         sizer = BatchSizer(maximum=settings.janitor_batch_size,
                            budget_s=settings.janitor_batch_budget_ms / 1000)
-        total = 0
+        total = batches = 0
         while True:
             started = time.perf_counter()
             deleted = await self.stm.adapter.purge_older_than(cutoff, batch_size=sizer.size)
@@ -72,6 +94,8 @@ class Janitor:
             if deleted == 0:
                 break
             total += deleted
+            telemetry.counts.janitor_rows += deleted
+            batches += 1
             if progress is not None:
                 progress(total)
             await asyncio.sleep(pause_s)
@@ -79,6 +103,9 @@ class Janitor:
             log.info("janitor deleted %d memory rows untouched since %d", total, cutoff)
         # The cache must never hold a row the database no longer has.
         self.stm.cache.forget_older_than(cutoff)
+        if span is not None:
+            span.set_attributes({"stm.rows_deleted": total, "stm.batches": batches,
+                                 "stm.cutoff_ms": cutoff})
         return total
 
     def start(self, interval_s: float | None = None, first_delay_s: float = 60) -> None:

@@ -61,6 +61,10 @@ def _persona_lineage_id(value: IdIn | None) -> str | None:
     return arguments.to_optional_id(value, "persona_lineage_id")
 
 
+def _author_id(value: IdIn | None) -> str | None:
+    return arguments.to_optional_id(value, "author_id")
+
+
 def _user_names(value: NamesIn) -> Mapping[str, str]:
     return arguments.name_map(value, "user_names")
 
@@ -175,6 +179,10 @@ class HistoryMessage:
     author_type: AuthorType = attrs.field(validator=_author_type)
     content: str = attrs.field(validator=_text)
     speaker_name: str | None = attrs.field(default=None, validator=_optional_text)
+    #: The author's user id (or the persona's id). Stored with the line, so a
+    #: user's lines can be found, exported and forgotten; ``None`` when unknown.
+    #: An ``int`` id becomes its decimal string, as in a :class:`Turn`.
+    author_id: str | None = attrs.field(default=None, converter=_author_id)
 
 
 @attrs.frozen(kw_only=True)
@@ -195,6 +203,9 @@ class CrudeMessage:
     content: str
     speaker_name: str | None
     timestamp_ms: int
+    #: The :attr:`HistoryMessage.author_id` of the line; ``None`` for lines
+    #: stored without one (including every line stored before authors were kept).
+    author_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)

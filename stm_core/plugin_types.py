@@ -103,6 +103,12 @@ class ToolFormat:
     providers: frozenset[str] = attrs.field(factory=frozenset, converter=to_frozenset)
 
 
+class TokenCounter(Protocol):
+    """Counts the tokens of a text (the prompt budget's unit)."""
+
+    def __call__(self, text: str) -> int: ...
+
+
 class MentionConverter(Protocol):
     """Rewrites mentions and identity placeholders in one emitted text."""
 

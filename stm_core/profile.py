@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 
 from stm_core.errors import ConfigurationError
+from stm_core.long_term_tools import long_term_macros
 from stm_core.settings import (
     DEFAULT_CACHE_POLICY,
     DEFAULT_CONTENT_DEPTH,
@@ -66,6 +67,8 @@ class ServerProfile:
     nudge_injection_depth: int
     content_injection_depth: int
     stm_enabled: bool
+    #: Tokens of the whole STM block per turn; 0 means no budget.
+    prompt_budget_tokens: int
     private_channel_ids: frozenset[str]
     privacy_bypass: bool
     #: ``"freshness"`` or ``"stable"`` (see :mod:`stm_core.pipeline.cache_policy`).
@@ -127,6 +130,8 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
         content_injection_depth=(DEFAULT_CONTENT_DEPTH if s.content_injection_depth is None
                                  else s.content_injection_depth),
         stm_enabled=s.stm_enabled is not False,
+        prompt_budget_tokens=(env.prompt_budget_tokens if s.prompt_budget_tokens is None
+                              else s.prompt_budget_tokens),
         private_channel_ids=s.private_channel_ids,
         privacy_bypass=s.privacy_bypass,
         cache_policy=s.cache_policy or env.cache_policy,
@@ -134,11 +139,10 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
 
 
 def build_prompts(profile: ServerProfile, provider: str, hooks: Hooks,
-                  model: str | None = None) -> PromptSet:
+                  model: str | None = None, env: Settings | None = None) -> PromptSet:
     """Expand then sanitise, in the reference's order: ``{category_labels}``
     (category mode only, every occurrence), macros, placeholder sanitising."""
-    macros = hooks.macros(provider)
-    values = dict(macros)
+    values = long_term_macros(hooks.macros(provider), env or Settings())
     if profile.mode == "category":
         values["category_labels"] = profile.category_labels
     else:
@@ -193,7 +197,7 @@ class ProfileCache:
         hit = self._prompts.get((server_id, provider, model))
         if hit is not None and hit[0] is profile and hit[1] == gen:
             return hit[2]
-        prompts = build_prompts(profile, provider, self._hooks, model)
+        prompts = build_prompts(profile, provider, self._hooks, model, self._env)
         if len(self._prompts) >= self._maxsize:
             self._prompts.clear()
         self._prompts[(server_id, provider, model)] = (profile, gen, prompts)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from stm_core.errors import StmError, StorageError
 from stm_core.models import CrudeMessage, HistoryMessage, PersonaResponse, RecordResult, Turn
 from stm_core.storage.records import CaptureWrite, MemoryKey
+from stm_core.truncation import LINE_TRUNCATION_MARK, cut
 
 if TYPE_CHECKING:
     from stm_core.store import Stm
@@ -27,21 +28,27 @@ _TRAILING_BLANKS = re.compile(r"[ \t]+\n")
 _EXTRA_BLANK_LINES = re.compile(r"\n{3,}")
 
 
-def clean_content(text: str, annotations: re.Pattern[str] | None) -> str:
+def clean_content(text: str, annotations: re.Pattern[str] | None,
+                  max_length: int | None = None) -> str:
     """Strip turn-ephemeral annotations and the whitespace they leave behind:
-    spaces and tabs before a newline, more than one blank line, the ends."""
+    spaces and tabs before a newline, more than one blank line, the ends;
+    then cut to ``max_length`` characters, marked."""
     if annotations is not None and "[" in text:
         text = annotations.sub("", text)
     if "\n" in text:
         text = _EXTRA_BLANK_LINES.sub("\n\n", _TRAILING_BLANKS.sub("\n", text))
-    return text.strip()
+    text = text.strip()
+    if max_length is not None:
+        text = cut(text, max_length, LINE_TRUNCATION_MARK)
+    return text
 
 
 def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[PersonaResponse],
                    *, annotations: re.Pattern[str] | None, now_ms: int,
-                   keep: int) -> tuple[CrudeMessage, ...]:
+                   keep: int, max_length: int | None = None) -> tuple[CrudeMessage, ...]:
     """The channel's stored lines after this turn: the history's user and
-    persona messages, then this turn's replies, cleaned, last ``keep`` only.
+    persona messages, then this turn's replies, cleaned, last ``keep`` only,
+    each cut to ``max_length`` characters.
 
     Walks from the newest message back and stops once ``keep`` lines are
     found, so a long history window costs no more than a short one.
@@ -50,7 +57,7 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
     for response in reversed(responses):
         if len(newest_first) == keep:
             break
-        content = clean_content(response.content, annotations)
+        content = clean_content(response.content, annotations, max_length)
         if content:
             newest_first.append(CrudeMessage(role="model", content=content,
                                              speaker_name=response.persona_name,
@@ -61,12 +68,13 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
         author = message.author_type
         if author == "other":
             continue
-        content = clean_content(message.content, annotations)
+        content = clean_content(message.content, annotations, max_length)
         if content:
             newest_first.append(CrudeMessage(role="user" if author == "user" else "model",
                                              content=content,
                                              speaker_name=message.speaker_name,
-                                             timestamp_ms=now_ms))
+                                             timestamp_ms=now_ms,
+                                             author_id=message.author_id))
     newest_first.reverse()
     return tuple(newest_first)
 
@@ -90,11 +98,17 @@ def skip_reason(turn: Turn, history: Sequence[HistoryMessage],
     return None
 
 
-def personas(responses: Sequence[PersonaResponse]) -> dict[str | None, str | None]:
-    """Distinct persona ids, in reply order -> the lineage of their first reply."""
+def personas(responses: Sequence[PersonaResponse],
+             turn_lineage: str | None = None) -> dict[str | None, str | None]:
+    """Distinct persona ids, in reply order -> the lineage of their first reply.
+
+    A reply that names no lineage takes the turn's: a row written without one
+    would be invisible to every reader that has one.
+    """
     found: dict[str | None, str | None] = {}
     for response in responses:
-        found.setdefault(response.persona_id or None, response.persona_lineage_id)
+        found.setdefault(response.persona_id or None,
+                         response.persona_lineage_id or turn_lineage)
     return found
 
 
@@ -115,7 +129,8 @@ async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
     settings = stm.settings
     now_ms = stm.clock.now_ms()
     messages = crude_messages(history, responses, annotations=stm.hooks.annotation_pattern(),
-                              now_ms=now_ms, keep=settings.max_messages_per_channel)
+                              now_ms=now_ms, keep=settings.max_messages_per_channel,
+                              max_length=settings.max_stored_line_length)
     writes: list[CaptureWrite] = []
     live_rows: dict[str, int] = {}  # persona id ("" for none) -> index of its live write
 
@@ -126,7 +141,7 @@ async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
                                    crude_ttl_ms=settings.crude_ttl_ms,
                                    summary_ttl_ms=settings.summary_ttl_ms))
 
-    for persona_id, lineage in personas(responses).items():
+    for persona_id, lineage in personas(responses, turn.persona_lineage_id).items():
         live_rows[persona_id or ""] = len(writes)
         if turn.server_id is None:
             assert turn.user_id is not None  # checked by skip_reason

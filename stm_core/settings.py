@@ -30,9 +30,14 @@ STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce wri
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
 STM_DB_TIMEOUT_SECONDS                          10      PostgreSQL connect and statement timeout
+STM_LISTEN_URL                                  (none)  direct PostgreSQL URL to LISTEN on
+STM_UNHEARD_CACHE_MAX_AGE_SECONDS               5       view age when notices go unheard
 STM_DEFAULT_RENDER_MODE                         (none)  render mode of servers that chose none
-
 STM_MEMORY_HISTORY_REVISIONS                    10      earlier revisions kept per memory (0-100)
+STM_PROMPT_BUDGET_TOKENS                        2000    tokens of the STM block per turn (0: none)
+STM_MAX_STORED_LINE_LENGTH                      1000    chars kept per stored raw line (marked)
+STM_LONG_TERM_MEMORY_TOOL                       (none)  host's tool that saves a long-term memory
+STM_LONG_TERM_MEMORY_UPDATE_TOOL                (none)  host's tool that edits a long-term memory
 =============================================== ======= =====================================
 """
 
@@ -55,6 +60,10 @@ MINUTE_MS = 60_000
 DAY_MS = 86_400_000
 #: What a render mode key may look like (the plugins decide which exist).
 RENDER_MODE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+#: Room for the truncation mark and some text.
+MIN_STORED_LINE_LENGTH = 40
+#: What every provider accepts as a function name.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def parse_flag(raw: str) -> bool:
@@ -78,7 +87,7 @@ class Rule:
     """
 
     var: str
-    kind: Literal["int", "float", "text", "key", "flag", "choice"]
+    kind: Literal["int", "float", "text", "key", "tool", "flag", "choice"]
     low: float | None = None
     high: float | None = None
     low_open: bool = False
@@ -95,6 +104,8 @@ class Rule:
             return "non-empty text"
         if self.kind == "key":
             return "a key of letters, digits, '_', '-' or '.' (at most 64)"
+        if self.kind == "tool":
+            return "a tool name of 1 to 64 letters, digits, '_' or '-'"
         what = "an integer" if self.kind == "int" else "a number"
         low = "" if self.low is None else (
             f" more than {_number(self.low)}" if self.low_open
@@ -132,6 +143,8 @@ class Rule:
             return isinstance(value, str) and bool(value.strip())
         if self.kind == "key":
             return isinstance(value, str) and RENDER_MODE_KEY.fullmatch(value) is not None
+        if self.kind == "tool":
+            return isinstance(value, str) and _TOOL_NAME.fullmatch(value) is not None
         if self.kind == "choice":  # as listed, or upper case for upper-case choices
             return isinstance(value, str) and (value in self.choices
                                                or value.upper() in self.choices)
@@ -164,6 +177,8 @@ CACHE_POLICIES = ("freshness", "stable")
 DEFAULT_CACHE_POLICY = "freshness"
 
 _YEAR_HOURS = 8760
+#: Range of ``unheard_cache_max_age_seconds`` (seconds).
+UNHEARD_CACHE_MAX_AGE_RANGE = (0.1, 300.0)
 #: Settings field -> its rule. Upper bounds keep every derived millisecond
 #: figure a 64-bit integer and every loop finite; they are far above any use.
 RULES: dict[str, Rule] = {
@@ -197,6 +212,16 @@ RULES: dict[str, Rule] = {
     "default_cache_policy": Rule(var="STM_DEFAULT_CACHE_POLICY", kind="choice",
                                  choices=CACHE_POLICIES, optional=True),
     "memory_history_revisions": _int("STM_MEMORY_HISTORY_REVISIONS", 0, 100),
+    "listen_url": Rule(var="STM_LISTEN_URL", kind="text", optional=True),
+    "unheard_cache_max_age_seconds": Rule(
+        var="STM_UNHEARD_CACHE_MAX_AGE_SECONDS", kind="float",
+        low=UNHEARD_CACHE_MAX_AGE_RANGE[0], high=UNHEARD_CACHE_MAX_AGE_RANGE[1]),
+    "prompt_budget_tokens": _int("STM_PROMPT_BUDGET_TOKENS", 0, 1_000_000),
+    "max_stored_line_length": _int("STM_MAX_STORED_LINE_LENGTH", MIN_STORED_LINE_LENGTH,
+                                   1_000_000),
+    "long_term_memory_tool": Rule(var="STM_LONG_TERM_MEMORY_TOOL", kind="tool", optional=True),
+    "long_term_memory_update_tool": Rule(var="STM_LONG_TERM_MEMORY_UPDATE_TOOL", kind="tool",
+                                         optional=True),
 }
 
 
@@ -236,9 +261,28 @@ class Settings:
     cache_max_age_seconds: float | None = attrs.field(default=None, validator=_in_range)
     listener_check_seconds: float = attrs.field(default=5.0, validator=_in_range)
     db_timeout_seconds: float = attrs.field(default=10.0, validator=_in_range)
+    #: PostgreSQL: the URL the listening connection uses, direct to the
+    #: database, when statements go through a transaction pooler (where
+    #: LISTEN hears nothing). ``None``: listen on the statement URL.
+    listen_url: str | None = attrs.field(default=None, validator=_in_range)
+    #: How old a cached view may get while the listener's self-check found that
+    #: change notices do not arrive (e.g. LISTEN through a transaction pooler).
+    unheard_cache_max_age_seconds: float = attrs.field(default=5.0, validator=_in_range)
     #: Render mode of servers that set none (``None``: ``crude_summary``). Any
     #: registered mode's key; checked against the plugins when a store opens.
     default_render_mode: str | None = attrs.field(default=None, validator=_in_range)
+    #: The whole short-term-memory block of a turn (memory items and nudge) is
+    #: held to this many tokens (``stm_token_counter``); 0 turns the budget off.
+    #: A server may set its own (``prompt_budget_tokens`` server parameter).
+    prompt_budget_tokens: int = attrs.field(default=2000, validator=_in_range)
+    #: A raw line is stored with at most this many characters, the end cut and
+    #: marked with :data:`stm_core.truncation.LINE_TRUNCATION_MARK`.
+    max_stored_line_length: int = attrs.field(default=1000, validator=_in_range)
+    #: The host's long-term-memory tools (the ``{memory_tool}`` and
+    #: ``{memory_update_tool}`` macros). Unset, the default nudge and tool
+    #: description name no long-term tool (DESIGN decision 15).
+    long_term_memory_tool: str | None = attrs.field(default=None, validator=_in_range)
+    long_term_memory_update_tool: str | None = attrs.field(default=None, validator=_in_range)
 
     #: Prompt-cache policy of servers that set none, and of direct messages
     #: (``None``: ``freshness``); see docs/concepts.md, "Prompt caches".
@@ -313,6 +357,8 @@ ENV_VARS: dict[str, str] = {rule.var: name for name, rule in RULES.items()}
 REFRESH_CADENCE_RANGE = (1, 100)
 NUDGE_DEPTH_RANGE = (0, 20)
 CONTENT_DEPTH_RANGE = (-1, 20)
+#: A server's prompt budget in tokens (0: none).
+PROMPT_BUDGET_RANGE = (0, 1_000_000)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
 MEMORY_HISTORY_RANGE = (0, 100)
 DEFAULT_REFRESH_CADENCE = 5

@@ -33,6 +33,9 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import attrs
+
+from stm_core import telemetry
 from stm_core.arguments import (
     check_flag,
     check_iterable,
@@ -42,7 +45,7 @@ from stm_core.arguments import (
 )
 from stm_core.cache import MemoryCache, MemoryView, UserView
 from stm_core.clock import Clock, SystemClock
-from stm_core.errors import ConfigurationError
+from stm_core.errors import ConfigurationError, ValidationError
 from stm_core.hooks import Hooks
 from stm_core.models import (
     HistoryMessage,
@@ -99,6 +102,7 @@ class Stm:
         self.listener: InvalidationListener | None = None
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=False),
                                 self.clock.now_ms)
+        telemetry.register_metrics()
 
     # -- lifecycle -----------------------------------------------------------
     async def setup(self) -> SchemaStatus:
@@ -121,7 +125,7 @@ class Stm:
         self.listener = InvalidationListener(self, adapter)
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=True),
                                 self.clock.now_ms)
-        await self.listener.start()
+        await self.listener.start()  # shortens the expiry if notices do not arrive
 
     async def aclose(self) -> None:
         if self._janitor is not None:
@@ -137,7 +141,30 @@ class Stm:
         from stm_core.pipeline.build import build_context
 
         instance_of(turn, Turn, "turn")
-        return await build_context(self, turn)
+        tracer = telemetry.tracer()
+        if tracer is None:  # nobody collects spans: the plain call
+            context = await build_context(self, turn)
+        else:
+            with tracer.start_as_current_span("stm.build_context") as span:
+                misses = self.cache.stats.misses
+                context = await build_context(self, turn)
+                span.set_attributes({
+                    **self._turn_attributes(turn),
+                    "stm.items": len(context.memory_items),
+                    "stm.nudge": context.nudge_item is not None,
+                    "stm.cache_hit": self.cache.stats.misses == misses,
+                    "stm.memory_depth": context.memory_injection_depth})
+        if context.nudge_item is not None:
+            telemetry.counts.nudges_shown += 1
+        return context
+
+    def _turn_attributes(self, turn: Turn) -> dict[str, str]:
+        """Span attributes naming a turn's place (only computed when tracing)."""
+        server = turn.server_id
+        settings = self.cache.settings.get(server) if server is not None else None
+        mode = self.profiles.profile(server or "", settings).render_mode.key
+        return {"stm.server": server if server is not None else "dm",
+                "stm.channel": turn.channel_id, "stm.mode": mode}
 
     async def tool_available(self, turn: Turn) -> bool:
         """Whether ``update_short_term_memory`` may be offered this turn."""
@@ -168,27 +195,58 @@ class Stm:
         from stm_core.tool.apply import apply_tool_call
 
         instance_of(turn, Turn, "turn")
-        return await apply_tool_call(self, turn, arguments)
+        with telemetry.span("stm.apply_tool_call") as span:
+            result = await apply_tool_call(self, turn, arguments)
+            telemetry.tool_call(result.ok, result.code)
+            if span is not None:
+                span.set_attributes({**self._turn_attributes(turn), "stm.ok": result.ok,
+                                     "stm.code": result.code or "",
+                                     "stm.items": len(result.written)})
+        return result
 
-    async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
-                          responses: Sequence[PersonaResponse], *,
-                          stop_response: bool = False,
-                          privacy_full: bool = False) -> RecordResult:
-        """Post-turn effects: keep the channel's last messages and count the turn.
+    async def record_window(self, turn: Turn, window: Sequence[HistoryMessage],
+                            responses: Sequence[PersonaResponse], *,
+                            stop_response: bool = False,
+                            privacy_full: bool = False) -> RecordResult:
+        """Post-turn effects: count the turn and keep the channel's last lines.
 
-        ``history`` and ``responses`` are lists of :class:`HistoryMessage` and
-        :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`)."""
+        ``window`` is the history window the host sent the model this turn
+        (oldest first), not only the messages that are new since the last
+        call: the stored lines become the last ones of ``window`` followed by
+        ``responses``, and what was stored before is replaced.
+        ``window`` and ``responses`` are lists of :class:`HistoryMessage` and
+        :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`).
+        """
         from stm_core.record import record_turn
 
         instance_of(turn, Turn, "turn")
-        instances_of(history, HistoryMessage, "history",
+        instances_of(window, HistoryMessage, "history",
                      'HistoryMessage(author_type="user", content="...", speaker_name="...")')
         instances_of(responses, PersonaResponse, "responses",
                      'PersonaResponse(content="...", persona_name="...")')
         check_flag(stop_response, "stop_response")
         check_flag(privacy_full, "privacy_full")
-        return await record_turn(self, turn, history, responses,
-                                 stop_response=stop_response, privacy_full=privacy_full)
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await record_turn(self, turn, window, responses,
+                                     stop_response=stop_response, privacy_full=privacy_full)
+        with tracer.start_as_current_span("stm.record_turn") as span:
+            result = await record_turn(self, turn, window, responses,
+                                       stop_response=stop_response, privacy_full=privacy_full)
+            span.set_attributes({**self._turn_attributes(turn),
+                                 "stm.recorded": result.recorded,
+                                 "stm.skipped_reason": result.skipped_reason or "",
+                                 "stm.items": len(window) + len(responses)})
+        return result
+
+    async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
+                          responses: Sequence[PersonaResponse], *,
+                          stop_response: bool = False,
+                          privacy_full: bool = False) -> RecordResult:
+        """The same as :meth:`record_window`: ``history`` is the whole window."""
+        return await self.record_window(turn, history, responses,
+                                        stop_response=stop_response,
+                                        privacy_full=privacy_full)
 
     @property
     def admin(self) -> Admin:
@@ -240,10 +298,12 @@ class Stm:
         cached = self.cache.settings.get(server_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.settings_hits += 1
             return cached
 
         async def load() -> ServerSettings:
             self.cache.stats.misses += 1
+            telemetry.counts.settings_misses += 1
             epoch = self.cache.epoch
             value = await self.adapter.load_server_settings(server_id)
             if self.cache.epoch == epoch:
@@ -265,10 +325,12 @@ class Stm:
         cached = self.cache.servers.get(server_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.server_hits += 1
             return cached
 
         async def load() -> MemoryView:
             self.cache.stats.misses += 1
+            telemetry.counts.server_misses += 1
             epoch = self.cache.epoch
             self.cache.begin_load("server", server_id)
             view: MemoryView | None = None
@@ -288,10 +350,12 @@ class Stm:
         cached = self.cache.users.get(user_id)
         if cached is not None:
             self.cache.stats.hits += 1
+            telemetry.counts.user_hits += 1
             return cached
 
         async def load() -> UserView:
             self.cache.stats.misses += 1
+            telemetry.counts.user_misses += 1
             epoch = self.cache.epoch
             self.cache.begin_load("user", user_id)
             memories: MemoryView | None = None
@@ -362,13 +426,23 @@ class Stm:
             self.cache.apply(task.result())
 
 
+def with_listen_url(settings: Settings, listen_url: object) -> Settings:
+    """``settings`` with the listening connection's URL replaced (checked)."""
+    if not isinstance(listen_url, str):
+        raise ValidationError(f"listen_url must be a string, not {type(listen_url).__name__}",
+                              field="listen_url",
+                              allowed="a PostgreSQL URL, e.g. 'postgresql://stm@db:5432/stm'")
+    return attrs.evolve(settings, listen_url=listen_url)
+
+
 @asynccontextmanager
 async def open_store(url: str | None = None, *, settings: Settings | None = None,
                      plugins: Iterable[object] = (), load_entrypoints: bool = True,
                      plugin_manager: StmPluginManager | None = None,
                      clock: Clock | None = None,
                      start_janitor: bool = False,
-                     listen_for_changes: bool = True) -> AsyncIterator[Stm]:
+                     listen_for_changes: bool = True,
+                     listen_url: str | None = None) -> AsyncIterator[Stm]:
     """Open stm on a database URL (async context manager).
 
     :param url: e.g. ``sqlite+aiosqlite:///bot.db``,
@@ -384,6 +458,10 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
     :param listen_for_changes: follow other processes' writes (PostgreSQL). A
         short-lived store (one command) turns it off; its own writes are still
         announced to the others.
+    :param listen_url: PostgreSQL: a URL straight to the database for the
+        listening connection, when ``url`` goes through a connection pooler
+        in transaction mode (where LISTEN hears nothing); overrides
+        ``settings.listen_url`` (``STM_LISTEN_URL``). See docs/deployment.md.
 
     The schema is created or upgraded on open. On PostgreSQL (unless
     ``cross_process_invalidation`` is off) the store also listens for other
@@ -394,6 +472,8 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
         instance_of(settings, Settings, "settings")
     check_iterable(plugins, "plugins", "plugin objects or modules")
     settings = settings or Settings.from_env()
+    if listen_url is not None:
+        settings = with_listen_url(settings, listen_url)
     url = url or settings.database_url
     if not url:
         raise ConfigurationError(

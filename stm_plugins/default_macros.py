@@ -1,4 +1,8 @@
-"""Static tool-name macros, backtick-quoted (``{short_term_memory_tool}`` ...)."""
+"""Static tool-name macros, backtick-quoted (``{short_term_memory_tool}`` ...).
+
+The long-term-memory tools (``{memory_tool}``, ``{memory_update_tool}``) are not
+here: they are the host's, named in its settings (stm_core.long_term_tools).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,6 @@ from hookspecs import hookimpl
 
 TOOL_NAMES: dict[str, str] = {
     "short_term_memory_tool": "update_short_term_memory",
-    "memory_tool": "create_long_term_memory",
-    "memory_update_tool": "update_long_term_memory",
     "capabilities_tool": "manage_capabilities",
     "task_tool": "manage_tasks",
     "cross_channel_tool": "read_other_channel",

@@ -5,23 +5,20 @@ from __future__ import annotations
 
 from hookspecs import hookimpl
 
+# ``{long_term_memory_sentence}`` and ``{long_term_memory_hint}`` name the host's
+# long-term-memory tools, and are empty when it has none (stm_core.long_term_tools).
 SUMMARY_NUDGE = (
     "[System: After responding, use {short_term_memory_tool} to create or update your "
-    "short-term memory for this conversation. Do not use {short_term_memory_tool} when the "
-    "user explicitly asks you to remember, save or store something for future "
-    "conversations; {memory_tool} or {memory_update_tool} is for that.]"
+    "short-term memory for this conversation.{long_term_memory_sentence}]"
 )
 CATEGORY_NUDGE = (
     "[System: After responding, use {short_term_memory_tool} to create or update your "
-    "short-term memory fields: {category_labels}. Do not use {short_term_memory_tool} when "
-    "the user explicitly asks you to remember, save or store something for future "
-    "conversations; {memory_tool} or {memory_update_tool} is for that.]"
+    "short-term memory fields: {category_labels}.{long_term_memory_sentence}]"
 )
 TOOL_DESCRIPTION = (
     "Update your short-term working memory for the current story or conversation. Use it "
-    "for context you will need later in this conversation but not permanently. Do not use "
-    "it when a user explicitly asks you to remember, save or store something for the "
-    "future; use the long-term memory tools for that."
+    "for context you will need later in this conversation but not permanently."
+    "{long_term_memory_hint}"
 )
 
 

@@ -13,6 +13,7 @@ import attrs
 
 from hookspecs import hookimpl
 from stm_core.expiry import is_expired
+from stm_core.models import CrudeMessage
 from stm_core.plugin_types import StorageAdapterSpec
 from stm_core.settings import Settings
 from stm_core.storage.records import (
@@ -241,6 +242,32 @@ class MemoryAdapter:
 
     async def count_memories(self) -> int:
         return len(self._memories)
+
+    # -- privacy requests and inventory (optional capabilities) -------------------
+    async def rows_with_author(self, author_id: str) -> list[MemoryRecord]:
+        return sorted((r for r in self._memories.values()
+                       if any(m.author_id == author_id for m in r.messages)),
+                      key=lambda r: attrs.astuple(r.key))
+
+    async def replace_messages(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                               expected_rev: int) -> MemoryRecord | None:
+        async with self._lock:
+            old = self._memories.get(key)
+            if old is None or old.rev != expected_rev:
+                return None
+            new = attrs.evolve(old, messages=tuple(messages), rev=old.rev + 1)
+            self._memories[key] = new
+            return new
+
+    async def delete_user_prefs(self, user_id: str) -> bool:
+        return self._prefs.pop(user_id, None) is not None
+
+    async def server_ids(self) -> list[str]:
+        found = {k.server_id for k in self._memories if k.scope_kind == "server"}
+        return sorted(found | set(self._settings))
+
+    async def count_older_than(self, cutoff_ms: int) -> int:
+        return sum(1 for r in self._memories.values() if r.updated_at_ms < cutoff_ms)
 
 
 def _keep(new: str | None, old: str | None) -> str | None:

@@ -4,21 +4,29 @@ PostgreSQL: tests that need it take ``pg_url``. It uses ``STM_TEST_POSTGRES_URL`
 (e.g. ``postgresql://postgres@127.0.0.1:5432/test``) and gives each test its
 own schema, dropped afterwards. Without the variable those tests skip with a
 reason, unless ``STM_REQUIRE_POSTGRES=1`` (CI), where they fail.
+
+PgBouncer: tests that take ``pgbouncer`` get a real one (transaction pooling)
+in front of ``pg_url``'s database and schema. Without the ``pgbouncer``
+program they skip, or fail under ``STM_REQUIRE_POSTGRES=1``.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from stm_core.clock import ManualClock
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
+from tests.pgbouncer import PgBouncer, find_pgbouncer
 
 # The plugin authors' test kit (stm_plugin_manager, register_plugin, make_turn,
 # stm_memory_store, stm_clock), loaded here so its own tests use it as authors do.
@@ -26,6 +34,10 @@ pytest_plugins = ["stm_core.testing"]
 
 PG_ENV = "STM_TEST_POSTGRES_URL"
 REQUIRE_PG_ENV = "STM_REQUIRE_POSTGRES"
+
+# Every precompiled SQLite statement is compared with its builder on first use
+# (child processes inherit it), so a stale precompiled file fails the suite.
+os.environ.setdefault("STM_VERIFY_PRECOMPILED_SQL", "1")
 
 
 def postgres_base_url() -> str | None:
@@ -127,3 +139,34 @@ async def stm(open_stm: OpenStm, backend_url: str) -> AsyncIterator[Stm]:
     """An open store on each backend (memory, SQLite file, PostgreSQL)."""
     async with open_stm(backend_url) as store:
         yield store
+
+
+@pytest.fixture
+def pgbouncer(pg_url: str) -> Iterator[PgBouncer]:
+    """A PgBouncer (transaction pooling) serving ``pg_url``'s database and schema."""
+    required = os.environ.get(REQUIRE_PG_ENV) == "1"
+    executable = find_pgbouncer()
+    if executable is None:
+        message = "the deployment tests need PgBouncer (Debian package pgbouncer)"
+        if required:
+            pytest.fail(f"{REQUIRE_PG_ENV}=1 but {message}", pytrace=False)
+        pytest.skip(message)
+    base = postgres_base_url()
+    assert base is not None
+    schema = parse_qs(urlsplit(pg_url).query)["schema"][0]
+    # Readable by the unprivileged user PgBouncer switches to under root.
+    workdir = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
+    bouncer = PgBouncer(executable, workdir, base, schema)
+    try:
+        bouncer.start()
+    except RuntimeError as exc:
+        if required:
+            pytest.fail(f"cannot start PgBouncer: {exc}", pytrace=False)
+        pytest.skip(f"cannot start PgBouncer: {exc}")
+    try:
+        yield bouncer
+    finally:
+        bouncer.stop()
+        for path in sorted(workdir.iterdir()):
+            path.unlink()
+        workdir.rmdir()

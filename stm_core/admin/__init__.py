@@ -9,6 +9,7 @@ from stm_core.admin.api import Admin
 from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
 from stm_core.admin.history import MemoryHistoryView, MemoryRestore, RevisionInfo
 from stm_core.admin.params import PARAM_NAMES, param_label
+from stm_core.admin.user_data import ForgetResult
 from stm_core.admin.values import (
     Capability,
     CategoryInfo,
@@ -33,6 +34,7 @@ __all__ = [
     "Capability",
     "CategoryInfo",
     "ClearResult",
+    "ForgetResult",
     "MemoryEdit",
     "MemoryHistoryView",
     "MemoryRestore",

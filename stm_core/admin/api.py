@@ -28,9 +28,10 @@ from collections.abc import Awaitable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
-from stm_core.admin import config_io
+from stm_core.admin import config_io, user_data
 from stm_core.admin.argument_types import checked_arguments
 from stm_core.admin.categories import category_infos, check_categories, parse_category_lines
+from stm_core.admin.config_preview import preview_import
 from stm_core.admin.history import (
     MemoryHistoryView,
     MemoryRestore,
@@ -45,6 +46,7 @@ from stm_core.admin.ids import check_id, check_ids, check_optional_id
 from stm_core.admin.memory import build_categories, clean_value, live_key, snapshot
 from stm_core.admin.params import PARAM_NAMES, effective_params, validate_params
 from stm_core.admin.prompts import PROMPT_COLUMNS, clean_override, server_prompts
+from stm_core.admin.user_data import ForgetResult
 from stm_core.admin.values import (
     Capability,
     ClearResult,
@@ -57,10 +59,10 @@ from stm_core.admin.values import (
     ServerPrompts,
     UserOptIn,
 )
-from stm_core.errors import PermissionDenied, ValidationError
+from stm_core.errors import PermissionDenied, StorageError, ValidationError
 from stm_core.plugin_types import Actor, AdminAction
 from stm_core.profile import DEFAULT_CATEGORY, build_profile, detect_mode
-from stm_core.storage.protocol import AtomicServerEdits
+from stm_core.storage.protocol import AtomicServerEdits, StorageInventory
 from stm_core.storage.records import (
     DM_SERVER,
     CategoryRecord,
@@ -165,13 +167,15 @@ class Admin:
                                 nudge_injection_depth: int | None = None,
                                 content_injection_depth: int | None = None,
                                 cache_policy: str | None = None,
+                                prompt_budget_tokens: int | None = None,
                                 actor: Actor | None = None) -> ServerParams:
         """Store the given parameters (``None`` leaves one unchanged).
 
         Ranges: ``refresh_cadence`` 1-100; ``render_mode`` a registered key;
         ``crude_message_count`` 1-``max_messages_per_channel``;
         ``nudge_injection_depth`` 0-20; ``content_injection_depth`` -1-20;
-        ``cache_policy`` ``"freshness"`` or ``"stable"``.
+        ``cache_policy`` ``"freshness"`` or ``"stable"``;
+        ``prompt_budget_tokens`` 0-1000000 (0: no budget).
         With nothing given it writes nothing and returns the current values.
         """
         self._check(actor, "set_server_params", writes=True, scope="server", server_id=server_id)
@@ -180,7 +184,8 @@ class Admin:
                  "crude_message_count": crude_message_count,
                  "nudge_injection_depth": nudge_injection_depth,
                  "content_injection_depth": content_injection_depth,
-                 "cache_policy": cache_policy}
+                 "cache_policy": cache_policy,
+                 "prompt_budget_tokens": prompt_budget_tokens}
         changes = validate_params({k: v for k, v in given.items() if v is not None},
                                   settings=self._stm.settings,
                                   render_modes=self._stm.hooks.render_modes())
@@ -440,18 +445,22 @@ class Admin:
             self._stm.cache.apply([record])
         return self._snapshot(key, record, stored)
 
-    async def list_personas(self, *, channel_id: str, server_id: str | None = None,
-                            user_id: str | None = None,
+    async def list_personas(self, *, channel_id: str | None = None,
+                            server_id: str | None = None, user_id: str | None = None,
                             actor: Actor | None = None) -> tuple[PersonaMemory, ...]:
-        """Personas with a non-blank memory in the channel's live scope
-        (persona ``""`` is a memory kept without a persona)."""
+        """Personas with a non-blank memory or stored lines in the channel's live
+        scope (persona ``""`` is a memory kept without a persona). Without
+        ``channel_id``, every channel of the server (``server_id`` required)."""
         self._check(actor, "list_personas", writes=False, scope=_memory_scope(server_id),
                     server_id=server_id, channel_id=channel_id, user_id=user_id)
-        check_id(channel_id, "channel_id")
+        check_optional_id(channel_id, "channel_id")
         check_optional_id(server_id, "server_id")
         check_optional_id(user_id, "user_id")
         if server_id is not None:
             flt = MemoryFilter(channel_id=channel_id, server_id=server_id, scope_kind="server")
+        elif channel_id is None:
+            raise ValidationError("listing every channel needs the server id",
+                                  field="server_id", allowed="a server id")
         elif user_id:
             flt = MemoryFilter(channel_id=channel_id, user_id=user_id, server_id=DM_SERVER,
                                scope_kind="user")
@@ -460,17 +469,21 @@ class Admin:
                                   field="user_id", allowed="the DM user's id")
         rows = await self._stm.adapter.list_memories(flt)
         found = []
-        hint: Literal["summary", "categories"]
+        hint: Literal["summary", "categories", "lines"]
         for row in rows:
             if any(v.strip() for v in row.categories.values()):
                 hint = "categories"
             elif row.summary and row.summary.strip():
                 hint = "summary"
+            elif row.messages:
+                hint = "lines"
             else:
                 continue
             found.append(PersonaMemory(persona_id=row.key.persona_id, mode_hint=hint,
-                                       updated_at_ms=row.updated_at_ms))
-        return tuple(sorted(found, key=lambda p: p.persona_id))
+                                       updated_at_ms=row.updated_at_ms,
+                                       channel_id=row.key.channel_id,
+                                       lines=len(row.messages)))
+        return tuple(sorted(found, key=lambda p: (p.channel_id, p.persona_id)))
 
     async def edit_memory(self, *, channel_id: str, persona_id: str | None = None,
                           server_id: str | None = None, user_id: str | None = None,
@@ -606,12 +619,50 @@ class Admin:
         check_id(channel_id, "channel_id")
         return await self._delete(MemoryFilter(channel_id=channel_id))
 
+    async def channel_rows(self, channel_id: str, *,
+                           actor: Actor | None = None) -> ClearResult:
+        """What :meth:`clear_channel` would delete (nothing is deleted)."""
+        self._check(actor, "clear_channel", writes=False, scope="channel",
+                    channel_id=channel_id)
+        check_id(channel_id, "channel_id")
+        rows = await self._stm.adapter.list_memories(MemoryFilter(channel_id=channel_id))
+        return ClearResult(removed=len(rows), keys=tuple(r.key for r in rows))
+
     async def clear_user(self, user_id: str, *,
                          actor: Actor | None = None) -> ClearResult:
         """Delete the user's own (user-scope) memory rows, in DMs and guilds."""
         self._check(actor, "clear_user", writes=True, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         return await self._delete(MemoryFilter(user_id=user_id, scope_kind="user"))
+
+    # -- what is stored ---------------------------------------------------------------------
+    async def list_servers(self, *, actor: Actor | None = None) -> tuple[str, ...]:
+        """Servers with stored settings or shared channel memories, sorted."""
+        self._check(actor, "list_servers", writes=False, scope="server")
+        adapter = self._stm.adapter
+        if not isinstance(adapter, StorageInventory):
+            raise StorageError(f"the {adapter.name} storage adapter cannot list servers "
+                               "(it does not implement StorageInventory)")
+        return tuple(await adapter.server_ids())
+
+    # -- privacy requests -------------------------------------------------------------------
+    async def forget_user(self, user_id: str, *, dry_run: bool = False,
+                          actor: Actor | None = None) -> ForgetResult:
+        """Remove everything stored of the user, everywhere: their own rows,
+        their lines in shared rows and other users' copies, their opt-in.
+        ``dry_run`` reports what would go and changes nothing."""
+        self._check(actor, "forget_user", writes=not dry_run, scope="user", user_id=user_id)
+        check_id(user_id, "user_id")
+        _check_bool(dry_run, "dry_run")
+        return await user_data.forget_user(self._stm, user_id, dry_run=dry_run)
+
+    async def export_user(self, user_id: str, *,
+                          actor: Actor | None = None) -> dict[str, Any]:
+        """Every stored thing about the user as a JSON-able dict: their rows,
+        their lines in other rows, their preferences."""
+        self._check(actor, "export_user", writes=False, scope="user", user_id=user_id)
+        check_id(user_id, "user_id")
+        return await user_data.export_user(self._stm, user_id)
 
     # -- export / import ----------------------------------------------------------------
     async def export_config(self, server_id: str, *,
@@ -621,17 +672,22 @@ class Admin:
         check_id(server_id, "server_id")
         return config_io.export_document(await self._load(server_id))
 
-    async def import_config(self, server_id: str, data: object, *,
+    async def import_config(self, server_id: str, data: object, *, dry_run: bool = False,
                             actor: Actor | None = None) -> dict[str, Any]:
         """Validate a document from :meth:`export_config` completely, then apply
         it to ``server_id``; returns the configuration now stored.
 
         The whole document is written in one transaction (all of it or none
         of it); server memories are cleared in it only when the categories
-        it finds stored differ from the document's.
+        it finds stored differ from the document's. With ``dry_run`` nothing
+        is written; the result names the fields that would change
+        (``would_change``), whether shared memories would be cleared, and the
+        configuration that would be stored (``config``).
         """
-        self._check(actor, "import_config", writes=True, scope="server", server_id=server_id)
+        self._check(actor, "import_config", writes=not dry_run, scope="server",
+                    server_id=server_id)
         check_id(server_id, "server_id")
+        _check_bool(dry_run, "dry_run")
         doc = config_io.parse_document(data)
         params = {k: v for k, v in
                   ((n, getattr(doc.params, n)) for n in PARAM_NAMES) if v is not None}
@@ -650,6 +706,9 @@ class Admin:
             ((f"categories[{i}]", c.label, c.description) for i, c in enumerate(doc.categories)),
             max_categories=self._stm.settings.max_categories)
         adapter = self._stm.adapter
+        if dry_run:
+            return preview_import(await adapter.load_server_settings(server_id), changes,
+                                  categories)
         if isinstance(adapter, AtomicServerEdits):
             await self._categories_written(server_id, len(categories),
                                            adapter.replace_server_config(

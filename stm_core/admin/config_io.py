@@ -32,6 +32,7 @@ class ParamsDoc:
     nudge_injection_depth: int | None = None
     content_injection_depth: int | None = None
     cache_policy: str | None = None
+    prompt_budget_tokens: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -99,6 +100,7 @@ def export_document(stored: ServerSettings) -> dict[str, Any]:
             nudge_injection_depth=stored.nudge_injection_depth,
             content_injection_depth=stored.content_injection_depth,
             cache_policy=stored.cache_policy,
+            prompt_budget_tokens=stored.prompt_budget_tokens,
         ),
         prompts=PromptsDoc(tool_description=stored.tool_description_override,
                            nudge=stored.update_nudge_override),

@@ -89,7 +89,8 @@ def snapshot(key: MemoryKey, record: MemoryRecord | None, profile: ServerProfile
         mode=profile.mode, exists=record is not None, sections=sections, text=text,
         truncated=truncated, is_empty=not sections, expired=expired,
         turns_since_refresh=record.turns_since_refresh if record else 0,
-        updated_at_ms=record.updated_at_ms if record else 0)
+        updated_at_ms=record.updated_at_ms if record else 0,
+        messages=record.messages if record else ())
 
 
 def clean_value(text: str, *, max_length: int) -> tuple[str, bool]:

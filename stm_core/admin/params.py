@@ -17,6 +17,7 @@ from stm_core.settings import (
     DEFAULT_NUDGE_DEPTH,
     DEFAULT_REFRESH_CADENCE,
     NUDGE_DEPTH_RANGE,
+    PROMPT_BUDGET_RANGE,
     REFRESH_CADENCE_RANGE,
     Settings,
 )
@@ -30,6 +31,7 @@ PARAM_NAMES: tuple[str, ...] = (
     "nudge_injection_depth",
     "content_injection_depth",
     "cache_policy",
+    "prompt_budget_tokens",
 )
 #: Parameters whose value is one of a fixed set of names.
 CHOICES: dict[str, tuple[str, ...]] = {"cache_policy": CACHE_POLICIES}
@@ -42,6 +44,7 @@ def int_ranges(settings: Settings) -> dict[str, tuple[int, int]]:
         "crude_message_count": (1, settings.max_messages_per_channel),
         "nudge_injection_depth": NUDGE_DEPTH_RANGE,
         "content_injection_depth": CONTENT_DEPTH_RANGE,
+        "prompt_budget_tokens": PROMPT_BUDGET_RANGE,
     }
 
 
@@ -89,6 +92,7 @@ def defaults(settings: Settings) -> dict[str, int | str]:
         "nudge_injection_depth": DEFAULT_NUDGE_DEPTH,
         "content_injection_depth": DEFAULT_CONTENT_DEPTH,
         "cache_policy": settings.cache_policy,
+        "prompt_budget_tokens": settings.prompt_budget_tokens,
     }
 
 
@@ -105,6 +109,8 @@ def param_label(name: str, value: int | str) -> str:
     if name == "cache_policy":
         return ("prompt-cache stable" if value == "stable"
                 else "fresh ages and placement (default)")
+    if name == "prompt_budget_tokens":
+        return "no budget" if value == 0 else f"{value} tokens"
     return str(value)
 
 
@@ -146,6 +152,7 @@ def effective_params(stored: ServerSettings, settings: Settings, *,
         nudge_injection_depth=int(values["nudge_injection_depth"]),
         content_injection_depth=int(values["content_injection_depth"]),
         cache_policy=str(values["cache_policy"]),
+        prompt_budget_tokens=int(values["prompt_budget_tokens"]),
         defaults=frozenset(unset),
         unavailable=unavailable,
         labels={name: param_label(name, values[name]) for name in PARAM_NAMES},

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import attrs
 
+from stm_core.models import CrudeMessage
 from stm_core.storage.records import MemoryKey
 
 Mode = Literal["summary", "category"]
@@ -27,6 +28,8 @@ class ServerParams:
     content_injection_depth: int
     #: ``"freshness"`` (default) or ``"stable"`` (provider prompt caches).
     cache_policy: str = "freshness"
+    #: Tokens of a turn's STM block (0: no budget).
+    prompt_budget_tokens: int = 0
     defaults: frozenset[str] = frozenset()
     #: Friendly wording per parameter ("every turn", "tail", ...).
     labels: dict[str, str] = attrs.field(factory=dict)
@@ -44,6 +47,7 @@ class ServerParams:
             "nudge_injection_depth": self.nudge_injection_depth,
             "content_injection_depth": self.content_injection_depth,
             "cache_policy": self.cache_policy,
+            "prompt_budget_tokens": self.prompt_budget_tokens,
             "defaults": sorted(self.defaults),
             "labels": dict(self.labels),
             "unavailable": dict(self.unavailable),
@@ -175,6 +179,8 @@ class MemorySnapshot:
     expired: bool
     turns_since_refresh: int
     updated_at_ms: int
+    #: The stored raw lines (what other channels show of this one), oldest first.
+    messages: tuple[CrudeMessage, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": key_to_dict(self.key), "scope": self.scope, "mode": self.mode,
@@ -182,20 +188,32 @@ class MemorySnapshot:
                 "sections": [s.to_dict() for s in self.sections], "text": self.text,
                 "truncated": self.truncated,
                 "turns_since_refresh": self.turns_since_refresh,
-                "updated_at_ms": self.updated_at_ms}
+                "updated_at_ms": self.updated_at_ms,
+                "messages": [line_to_dict(m) for m in self.messages]}
+
+
+def line_to_dict(m: CrudeMessage) -> dict[str, Any]:
+    return {"role": m.role, "content": m.content, "speaker_name": m.speaker_name,
+            "timestamp_ms": m.timestamp_ms, "author_id": m.author_id}
 
 
 @attrs.frozen(kw_only=True)
 class PersonaMemory:
-    """A persona with a non-blank memory in a channel (``persona_id`` may be ``""``)."""
+    """A persona with a non-blank memory or stored lines in a channel
+    (``persona_id`` may be ``""``)."""
 
     persona_id: str
-    mode_hint: Literal["summary", "categories"]
+    #: ``"lines"``: only raw lines are stored (no summary or categories yet).
+    mode_hint: Literal["summary", "categories", "lines"]
     updated_at_ms: int
+    channel_id: str = ""
+    #: How many raw lines are stored.
+    lines: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"persona_id": self.persona_id, "content": self.mode_hint,
-                "updated_at_ms": self.updated_at_ms}
+                "updated_at_ms": self.updated_at_ms, "channel_id": self.channel_id,
+                "lines": self.lines}
 
 
 @attrs.frozen(kw_only=True)

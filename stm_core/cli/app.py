@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from stm_core.cli.context import context
+from stm_core.cli.logs import LEVELS, configure, level_for
 from stm_core.cli.maintenance import config, db, janitor
 from stm_core.cli.memory import memory
 from stm_core.cli.server import server
@@ -51,9 +52,14 @@ LAZY_COMMANDS = {
               help="Database URL (sqlite+aiosqlite:///FILE, postgresql+asyncpg://..., "
                    "memory://). Default: $STM_DATABASE_URL, else a per-user SQLite file.")
 @click.option("--json", "json_output", is_flag=True, help="Print machine-readable JSON.")
+@click.option("-v", "--verbose", count=True,
+              help="Log to stderr: -v what stm does (info), -vv everything (debug).")
+@click.option("--log-level", type=click.Choice(LEVELS, case_sensitive=False),
+              help="Log to stderr from this level on (overrides -v).")
 @click.version_option(package_name="stm-core", prog_name="stm")
 @click.pass_context
-def cli(ctx: click.Context, db_url: str | None, json_output: bool) -> None:
+def cli(ctx: click.Context, db_url: str | None, json_output: bool, verbose: int,
+        log_level: str | None) -> None:
     """Operate stm: server settings, categories, prompts, memories, janitor.
 
     Results go to stdout (tables, or JSON with --json); notes and errors to
@@ -64,9 +70,11 @@ def cli(ctx: click.Context, db_url: str | None, json_output: bool) -> None:
     Examples:
       stm server params show 1234567890
       stm --db sqlite+aiosqlite:///bot.db server categories set 1234567890 \\
-          --line "Goals: where the party is headed"
+          --line "Goals: where the party is headed" --yes
       stm --json memory view --server 1234567890 --channel 555 --persona 7
+      stm -v user forget 42 --yes
     """
+    configure(level_for(verbose, log_level))
     ctx.obj = CliState(db_url=db_url or None, json_output=json_output,
                        settings=Settings.from_env())
 

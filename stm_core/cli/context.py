@@ -12,13 +12,16 @@ from stm_core.cli.context_changes import load_previous, previous_messages, promp
 from stm_core.cli.files import read_json_file
 from stm_core.cli.memory import resolve_where, where_options
 from stm_core.cli.output import emit, heading, plain
-from stm_core.cli.session import json_option, open_cli_store, pass_state
+from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only
 from stm_core.cli.state import CliState, run
 from stm_core.errors import ValidationError
 from stm_core.models import ContextItem, StmContext, Turn
+from stm_plugins.novelai import PROVIDER as NOVELAI
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from stm_core.hooks import Hooks
 
 #: A short dialogue to show the placement on when no --dialogue file is given.
 SAMPLE_DIALOGUE: tuple[dict[str, str], ...] = (
@@ -41,6 +44,25 @@ def load_dialogue(path: Path | None) -> list[dict[str, Any]]:
                               '{"role": "user", "content": "..."}', field="dialogue",
                               allowed="a JSON list of chat messages")
     return data
+
+
+def known_providers(hooks: Hooks) -> set[str]:
+    """Provider keys some plugin knows: those of the registered tool formats,
+    the formats' own keys, and providers that have no tools at all."""
+    formats = hooks.tool_formats()
+    return ({p.lower() for f in formats.values() for p in f.providers}
+            | {k.lower() for k in formats} | {NOVELAI})
+
+
+def check_provider(provider: str, hooks: Hooks) -> None:
+    """A mistyped ``--provider`` would silently get the default tool format."""
+    if not provider:
+        return
+    known = known_providers(hooks)
+    if provider.lower() not in known:
+        allowed = ", ".join(sorted(known))
+        raise ValidationError(f"unknown provider {provider!r}; known providers: {allowed}",
+                              field="provider", allowed=allowed)
 
 
 def item_dict(item: ContextItem) -> dict[str, str]:
@@ -108,7 +130,8 @@ def show_context(out: Console, data: dict[str, Any]) -> None:
 @click.option("--channel", "channel_id", required=True, metavar="ID")
 @click.option("--persona", "persona_id", metavar="ID")
 @click.option("--lineage", "lineage_id", metavar="ID", help="The persona lineage id.")
-@click.option("--provider", default="", help="LLM provider key, e.g. openai, anthropic.")
+@click.option("--provider", default="", help="LLM provider key, e.g. openai, anthropic "
+              "(an unknown key is refused, listing the known ones).")
 @click.option("--no-tools", is_flag=True, help="The model has no tool support this turn.")
 @click.option("--parent", "parent_channel_id", metavar="ID",
               help="The parent channel when --channel is a thread.")
@@ -123,6 +146,7 @@ def show_context(out: Console, data: dict[str, Any]) -> None:
               help="An earlier `stm --json context` output: show which parts of the prompt "
                    "changed since then.")
 @json_option
+@reads_only
 @pass_state
 def context(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
             channel_id: str, persona_id: str | None, lineage_id: str | None, provider: str,
@@ -157,6 +181,7 @@ def context(state: CliState, server_id: str | None, dm: bool, user_id: str | Non
         from stm_core.inject import inject
 
         async with open_cli_store(state) as stm:
+            check_provider(provider, stm.hooks)
             ctx = await stm.build_context(turn)
             schema = await stm.tool_schema(turn, "neutral")
         before = previous_messages(earlier) if earlier is not None else None

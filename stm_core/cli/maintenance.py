@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from stm_core.cli.files import read_json_file, write_text_file
-from stm_core.cli.output import console, emit, plain, table
-from stm_core.cli.session import json_option, open_cli_store, pass_state, redact_url, with_admin
+from stm_core.cli.files import read_json_file
+from stm_core.cli.output import console, emit, output_option, plain, table, write_json
+from stm_core.cli.safety import confirm, dry_run_option, yes_option
+from stm_core.cli.session import (
+    json_option,
+    open_cli_store,
+    pass_state,
+    reads_only,
+    redact_url,
+    sqlite_path,
+    with_admin,
+)
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
@@ -24,19 +32,28 @@ def db() -> None:
 
 
 @db.command("upgrade")
+@click.option("--check", is_flag=True,
+              help="Change nothing: say what the upgrade would do and whether the "
+                   "processes now running on the database would be affected (exit 1 if so).")
 @json_option
 @pass_state
-def upgrade(state: CliState) -> None:
+def upgrade(state: CliState, check: bool) -> None:
     """Create the schema, or upgrade it to the latest version.
 
     Every other command does this on open as well; run it on its own to
-    upgrade at a chosen moment (e.g. before restarting the bots).
+    upgrade at a chosen moment (e.g. before restarting the bots). See
+    docs/deployment.md for rolling upgrades.
 
     \b
     Examples:
+      stm db upgrade --check
       stm db upgrade
       stm --db postgresql+asyncpg://stm@db.internal/stm db upgrade
     """
+    if check:
+        upgrade_check(state)
+        return
+
     async def go() -> dict[str, Any]:
         async with open_cli_store(state) as stm:
             status = stm.schema_status
@@ -58,8 +75,43 @@ def upgrade(state: CliState) -> None:
     emit(state, result, human)
 
 
+def upgrade_check(state: CliState) -> None:
+    from stm_plugins.sqlalchemy_storage import migrations as mig
+    from stm_plugins.sqlalchemy_storage.version_probe import read_schema_version
+
+    url = state.effective_url
+    found = mig.check_upgrade(run(read_schema_version(url)), mig.MIGRATIONS)
+    result = {"url": redact_url(url), "database_version": found.database_version,
+              "code_version": found.code_version, "pending": list(found.pending),
+              "oldest_code_after": found.oldest_code_after,
+              "running_processes_affected": found.running_processes_affected,
+              "usable": found.usable}
+
+    def human(out: Console) -> None:
+        have, code = found.database_version, found.code_version
+        if not found.usable:
+            plain(out, f"The database is at version {have}, beyond what this stm works on "
+                       f"(up to {mig.NEWEST_USABLE_SCHEMA}): upgrade stm first.")
+        elif have is None:
+            plain(out, f"No schema yet: the upgrade would create version {code}.")
+        elif not found.pending:
+            plain(out, f"Nothing to do: the database is at version {have} (this stm: {code}).")
+        elif found.running_processes_affected:
+            plain(out, f"Upgrading from version {have} to {code} would stop processes running "
+                       f"stm older than schema version {found.oldest_code_after}: upgrade "
+                       f"them first or stop them.")
+        else:
+            plain(out, f"Upgrading from version {have} to {code} is safe for running processes:"
+                       f" stm for schema {found.oldest_code_after} or newer keeps working.")
+
+    emit(state, result, human)
+    if found.running_processes_affected or not found.usable:
+        raise SystemExit(1)
+
+
 @db.command("info")
 @json_option
+@reads_only
 @pass_state
 def info(state: CliState) -> None:
     """Show the database URL, its storage backend, schema version and row count.
@@ -83,11 +135,43 @@ def info(state: CliState) -> None:
                          ("memory rows", result["memory_rows"])], show_header=False)))
 
 
-# -- janitor ---------------------------------------------------------------------------------
-@click.command()
+@db.command("path")
 @json_option
 @pass_state
-def janitor(state: CliState) -> None:
+def path(state: CliState) -> None:
+    """Show which database the commands use: the SQLite file and whether it
+    exists, or the (password-free) URL of any other database. Opens nothing.
+
+    \b
+    Examples:
+      stm db path
+      stm --json db path
+    """
+    url = state.effective_url
+    file = sqlite_path(url)
+    if file is not None and str(file) == ":memory:":
+        file = None
+    result = {"url": redact_url(url), "path": None if file is None else str(file.resolve()),
+              "exists": None if file is None else file.exists(),
+              "default": state.uses_default_location}
+
+    def human(out: Console) -> None:
+        if result["path"] is None:
+            plain(out, f"{result['url']} (not a file)")
+            return
+        missing = "" if result["exists"] else " (does not exist yet; `stm db upgrade` creates it)"
+        plain(out, f"{result['path']}{missing}")
+
+    emit(state, result, human)
+
+
+# -- janitor ---------------------------------------------------------------------------------
+@click.command()
+@dry_run_option
+@yes_option
+@json_option
+@pass_state
+def janitor(state: CliState, dry_run: bool, yes: bool) -> None:
     """Delete memory rows untouched for the retention period, once.
 
     The period is STM_JANITOR_RETENTION_DAYS (default 90 days); rows go in
@@ -95,10 +179,21 @@ def janitor(state: CliState) -> None:
 
     \b
     Examples:
-      stm janitor
-      STM_JANITOR_RETENTION_DAYS=30 stm janitor
-      stm --json janitor
+      stm janitor --dry-run
+      stm janitor --yes
+      STM_JANITOR_RETENTION_DAYS=30 stm janitor --yes
+      stm --json janitor --yes
     """
+    days = state.settings.janitor_retention_days
+    if dry_run:
+        state.read_only = True
+        would = run(_janitor_preview(state))
+        emit(state, {"removed": would, "retention_days": days, "dry_run": True},
+             lambda out: plain(out, f"Would remove {would} memory rows untouched for "
+                                    f"{days:g} days."))
+        return
+    confirm(f"delete every memory row untouched for {days:g} days", yes=yes)
+
     async def go() -> int:
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
@@ -112,10 +207,14 @@ def janitor(state: CliState) -> None:
                     progress=lambda done: progress.update(task, completed=done))
 
     removed = run(go())
-    days = state.settings.janitor_retention_days
-    emit(state, {"removed": removed, "retention_days": days},
+    emit(state, {"removed": removed, "retention_days": days, "dry_run": False},
          lambda out: plain(out, f"Removed {removed} memory rows untouched for "
                                 f"{days:g} days."))
+
+
+async def _janitor_preview(state: CliState) -> int:
+    async with open_cli_store(state) as stm:
+        return await stm.janitor.would_remove()
 
 
 # -- config ----------------------------------------------------------------------------------
@@ -126,8 +225,8 @@ def config() -> None:
 
 @config.command("export")
 @click.argument("server_id")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
-              help="Write to this file instead of stdout.")
+@output_option
+@reads_only
 @pass_state
 def export(state: CliState, server_id: str, output: Path | None) -> None:
     """Export parameters, prompts, categories, capability and privacy as JSON.
@@ -137,21 +236,17 @@ def export(state: CliState, server_id: str, output: Path | None) -> None:
       stm config export 1234567890
       stm config export 1234567890 -o server.json
     """
-    exported = with_admin(state, lambda admin: admin.export_config(server_id))
-    text = json.dumps(exported, indent=2, ensure_ascii=False) + "\n"
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        write_text_file(output, text)
-        click.echo(f"wrote {output}", err=True)
+    write_json(with_admin(state, lambda admin: admin.export_config(server_id)), output)
 
 
 @config.command("import")
 @click.argument("server_id")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@dry_run_option
+@yes_option
 @json_option
 @pass_state
-def import_(state: CliState, server_id: str, file: Path) -> None:
+def import_(state: CliState, server_id: str, file: Path, dry_run: bool, yes: bool) -> None:
     """Apply an exported configuration to a server (validated first, in full).
 
     Everything the file leaves out returns to its default. Changing the
@@ -159,13 +254,38 @@ def import_(state: CliState, server_id: str, file: Path) -> None:
 
     \b
     Examples:
-      stm config import 1234567890 server.json
-      stm config export 111 | stm config import 222 /dev/stdin
+      stm config import 1234567890 server.json --dry-run
+      stm config import 1234567890 server.json --yes
+      stm config export 111 | stm config import 222 /dev/stdin --yes
     """
     data = read_json_file(file, field="file", allowed="a file written by 'stm config export'")
 
+    if dry_run or not yes:  # validated in full before anyone is asked
+        state.read_only = dry_run
+        preview = with_admin(state, lambda admin: admin.import_config(server_id, data,
+                                                                      dry_run=True))
+        if dry_run:
+            emit(state, preview, lambda out: show_import_preview(out, preview, file))
+            return
+        changes = ", ".join(preview["would_change"]) or "nothing"
+        clears = (" and delete its shared channel memories"
+                  if preview["clears_server_memories"] else "")
+        confirm(f"change {changes} of server {server_id}{clears}", yes=yes)
     result = with_admin(state, lambda admin: admin.import_config(server_id, data))
     emit(state, result, lambda out: plain(
         out, f"Imported {file} into server {server_id}: "
              f"{len(result['categories']) or 'default'} categories, "
              f"{sum(v is not None for v in result['params'].values())} parameters set."))
+
+
+def show_import_preview(out: Console, preview: dict[str, Any], file: Path) -> None:
+    changes = preview["would_change"]
+    if not changes:
+        plain(out, f"Importing {file} into server {preview['server_id']} would change "
+                   "nothing.")
+        return
+    plain(out, f"Importing {file} into server {preview['server_id']} would change: "
+               + ", ".join(changes))
+    if preview["clears_server_memories"]:
+        plain(out, "and would delete the server's shared channel memories (the categories "
+                   "change).")

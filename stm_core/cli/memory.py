@@ -10,7 +10,8 @@ import click
 
 from stm_core.cli.files import read_text_file
 from stm_core.cli.output import emit, heading, note, plain, table, timestamp
-from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
+from stm_core.cli.safety import confirm, dry_run_option, yes_option
+from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only, with_admin
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
@@ -58,6 +59,14 @@ def show_snapshot(out: Console, shot: MemorySnapshot) -> None:
         plain(out, "expired: older than its TTL, so it is no longer injected", style="yellow")
     out.print()
     plain(out, shot.text, style="italic" if shot.is_empty else None)
+    out.print()
+    if not shot.messages:
+        plain(out, "No stored raw lines.", style="dim")
+        return
+    out.print(table(f"Stored raw lines ({len(shot.messages)}; other channels show these)",
+                    ("speaker", "author id", "line", "at"),
+                    [(m.speaker_name or m.role, m.author_id or "", m.content,
+                      timestamp(m.timestamp_ms)) for m in shot.messages]))
 
 
 @memory.command("view")
@@ -65,10 +74,12 @@ def show_snapshot(out: Console, shot: MemorySnapshot) -> None:
 @click.option("--channel", "channel_id", required=True, metavar="ID")
 @click.option("--persona", "persona_id", metavar="ID", help="The persona (omit for none).")
 @json_option
+@reads_only
 @pass_state
 def view(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
          channel_id: str, persona_id: str | None) -> None:
-    """Show the memory that gets injected for a persona in a channel.
+    """Show the memory that gets injected for a persona in a channel, and the
+    raw lines stored for it (what other channels show of this one).
 
     \b
     Examples:
@@ -88,19 +99,25 @@ def view(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
 
 @memory.command("list")
 @where_options
-@click.option("--channel", "channel_id", required=True, metavar="ID")
+@click.option("--channel", "channel_id", metavar="ID",
+              help="The channel (omit with --server: every channel of the server).")
 @json_option
+@reads_only
 @pass_state
 def list_personas(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
-                  channel_id: str) -> None:
-    """List the personas that have a memory in a channel.
+                  channel_id: str | None) -> None:
+    """List the personas that have a memory or stored raw lines in a channel,
+    or in every channel of a server.
 
     \b
     Examples:
       stm memory list --server 1234567890 --channel 555
+      stm memory list --server 1234567890
       stm --json memory list --dm --user 42 --channel 900
     """
     server = resolve_where(server_id, dm, user_id)
+    if channel_id is None and server is None:
+        raise click.UsageError("--dm needs --channel ID")
 
     async def go() -> tuple[PersonaMemory, ...]:
         async with open_cli_store(state) as stm:
@@ -108,14 +125,16 @@ def list_personas(state: CliState, server_id: str | None, dm: bool, user_id: str
                                                  user_id=user_id)
 
     found = run(go())
+    where = f"channel {channel_id}" if channel_id else f"server {server}"
 
     def human(out: Console) -> None:
         if not found:
-            plain(out, "No persona has a memory in this channel.")
+            plain(out, f"Nothing is stored in {where}.")
             return
-        out.print(table(f"Memories in channel {channel_id}", ("persona", "content", "updated"),
-                        [(p.persona_id or "(none)", p.mode_hint, timestamp(p.updated_at_ms))
-                         for p in found]))
+        out.print(table(f"Memories in {where}",
+                        ("channel", "persona", "content", "lines", "updated"),
+                        [(p.channel_id, p.persona_id or "(none)", p.mode_hint, p.lines,
+                          timestamp(p.updated_at_ms)) for p in found]))
 
     emit(state, [p.to_dict() for p in found], human)
 
@@ -190,22 +209,33 @@ def edit(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
     emit(state, result.to_dict(), lambda out: show_snapshot(out, result.snapshot))
 
 
-def show_cleared(state: CliState, result: ClearResult, what: str) -> None:
-    emit(state, result.to_dict(),
-         lambda out: plain(out, f"Removed {result.removed} memory rows of {what}."))
+def show_cleared(state: CliState, result: ClearResult, what: str, *,
+                 dry_run: bool = False) -> None:
+    verb = "Would remove" if dry_run else "Removed"
+    emit(state, {**result.to_dict(), "dry_run": dry_run},
+         lambda out: plain(out, f"{verb} {result.removed} memory rows of {what}."))
 
 
 @memory.command("clear-channel")
 @click.argument("channel_id")
+@dry_run_option
+@yes_option
 @json_option
 @pass_state
-def clear_channel(state: CliState, channel_id: str) -> None:
+def clear_channel(state: CliState, channel_id: str, dry_run: bool, yes: bool) -> None:
     """Delete every memory of a channel (all scopes, users and personas).
 
     \b
     Examples:
-      stm memory clear-channel 555
+      stm memory clear-channel 555 --dry-run
+      stm memory clear-channel 555 --yes
     """
+    if dry_run:
+        state.read_only = True
+        found = with_admin(state, lambda admin: admin.channel_rows(channel_id))
+        show_cleared(state, found, f"channel {channel_id}", dry_run=True)
+        return
+    confirm(f"delete every memory of channel {channel_id}", yes=yes)
     cleared = with_admin(state, lambda admin: admin.clear_channel(channel_id))
     show_cleared(state, cleared, f"channel {channel_id}")
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -75,3 +76,25 @@ def timestamp(ms: int) -> str:
     if not ms:
         return "-"
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def output_option(func: F) -> F:
+    """``-o/--output FILE`` for a command that writes a JSON document."""
+    return click.option("-o", "--output",
+                        type=click.Path(dir_okay=False, writable=True, path_type=Path),
+                        help="Write to this file instead of stdout.")(func)
+
+
+def write_json(data: Any, output: Path | None) -> None:
+    """Indented JSON to ``output``, or to stdout when it is ``None``."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        from stm_core.cli.files import write_text_file
+
+        write_text_file(output, text)  # a missing folder exits 2 with one line
+        click.echo(f"wrote {output}", err=True)

@@ -9,7 +9,8 @@ import click
 
 from stm_core.cli.files import read_text_file
 from stm_core.cli.output import emit, heading, note, on_off, plain, table
-from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
+from stm_core.cli.safety import confirm, yes_option
+from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only, with_admin
 from stm_core.cli.state import CliState, run
 from stm_core.settings import CACHE_POLICIES
 
@@ -28,6 +29,30 @@ if TYPE_CHECKING:
 @click.group()
 def server() -> None:
     """Per-server settings: parameters, prompts, categories, privacy, capability."""
+
+
+@server.command("list")
+@json_option
+@reads_only
+@pass_state
+def list_servers(state: CliState) -> None:
+    """List the servers with stored settings or shared channel memories.
+
+    \b
+    Examples:
+      stm server list
+      stm --json server list
+    """
+    found = with_admin(state, lambda admin: admin.list_servers())
+
+    def human(out: Console) -> None:
+        if not found:
+            plain(out, "No server has stored settings or memories.")
+            return
+        for server_id in found:
+            plain(out, server_id)
+
+    emit(state, list(found), human)
 
 
 # -- parameters -------------------------------------------------------------------
@@ -55,6 +80,7 @@ def _source(result: ServerParams, name: str) -> str:
 @params.command("show")
 @click.argument("server_id")
 @json_option
+@reads_only
 @pass_state
 def params_show(state: CliState, server_id: str) -> None:
     """Show the effective parameters (defaults included, and marked).
@@ -82,12 +108,14 @@ def params_show(state: CliState, server_id: str) -> None:
 @click.option("--cache-policy", type=click.Choice(CACHE_POLICIES),
               help="freshness (ages, block moves when fresh) or stable (keeps provider "
                    "prompt caches warm).")
+@click.option("--budget", "prompt_budget_tokens", type=int,
+              help="Tokens of a turn's short-term memory block (0-1000000; 0 = no budget).")
 @json_option
 @pass_state
 def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
                render_mode: str | None, crude_message_count: int | None,
                nudge_injection_depth: int | None, content_injection_depth: int | None,
-               cache_policy: str | None) -> None:
+               cache_policy: str | None, prompt_budget_tokens: int | None) -> None:
     """Set any of the parameters; the others keep their values.
 
     \b
@@ -96,18 +124,45 @@ def params_set(state: CliState, server_id: str, refresh_cadence: int | None,
       stm server params set 1234567890 --render-mode supersede --nudge-depth 0
       stm server params set 1234567890 --content-depth -1
       stm server params set 1234567890 --cache-policy stable
+      stm server params set 1234567890 --budget 800
     """
     show_params(state, with_admin(state, lambda admin: admin.set_server_params(
         server_id, refresh_cadence=refresh_cadence, render_mode=render_mode,
         crude_message_count=crude_message_count,
         nudge_injection_depth=nudge_injection_depth,
-        content_injection_depth=content_injection_depth, cache_policy=cache_policy)))
+        content_injection_depth=content_injection_depth, cache_policy=cache_policy,
+        prompt_budget_tokens=prompt_budget_tokens)))
+
+
+#: The options of ``params set`` and the parameters they set; ``reset --only``
+#: takes the same names (with or without ``--``) or the parameter names.
+PARAM_OPTIONS = {
+    "cadence": "refresh_cadence",
+    "render-mode": "render_mode",
+    "crude-messages": "crude_message_count",
+    "nudge-depth": "nudge_injection_depth",
+    "content-depth": "content_injection_depth",
+    "cache-policy": "cache_policy",
+    "budget": "prompt_budget_tokens",
+}
+
+
+def param_name(given: str) -> str:
+    name = given.strip().removeprefix("--")
+    if name in PARAM_OPTIONS.values():
+        return name
+    if name in PARAM_OPTIONS:
+        return PARAM_OPTIONS[name]
+    raise click.BadParameter(f"unknown parameter {given!r}; use one of: "
+                             + ", ".join(PARAM_OPTIONS), param_hint="--only")
 
 
 @params.command("reset")
 @click.argument("server_id")
 @click.option("--only", "names", multiple=True, metavar="NAME",
-              help="Reset only this parameter (repeatable), e.g. refresh_cadence.")
+              help="Reset only this parameter (repeatable): the name of its option in "
+                   "'params set' (cadence, render-mode, crude-messages, nudge-depth, "
+                   "content-depth).")
 @json_option
 @pass_state
 def params_reset(state: CliState, server_id: str, names: tuple[str, ...]) -> None:
@@ -116,10 +171,11 @@ def params_reset(state: CliState, server_id: str, names: tuple[str, ...]) -> Non
     \b
     Examples:
       stm server params reset 1234567890
-      stm server params reset 1234567890 --only nudge_injection_depth
+      stm server params reset 1234567890 --only nudge-depth --only cadence
     """
+    chosen = tuple(dict.fromkeys(param_name(n) for n in names))
     show_params(state, with_admin(
-        state, lambda admin: admin.reset_server_params(server_id, names=names or None)))
+        state, lambda admin: admin.reset_server_params(server_id, names=chosen or None)))
 
 
 # -- prompts ------------------------------------------------------------------------
@@ -151,6 +207,7 @@ def read_text(text: str | None, path: Path | None, name: str) -> str | None:
 @prompts.command("show")
 @click.argument("server_id")
 @json_option
+@reads_only
 @pass_state
 def prompts_show(state: CliState, server_id: str) -> None:
     """Show both prompts: the override, or the default for the server's mode.
@@ -241,6 +298,7 @@ def show_categories(state: CliState, result: ServerCategories) -> None:
 @categories.command("show")
 @click.argument("server_id")
 @json_option
+@reads_only
 @pass_state
 def categories_show(state: CliState, server_id: str) -> None:
     """Show the categories (the single default "summary" when none are set).
@@ -258,10 +316,11 @@ def categories_show(state: CliState, server_id: str) -> None:
               help="One category (repeatable, in order).")
 @click.option("--file", "file", type=_FILE,
               help="Read categories from a file, one 'label: description' per line.")
+@yes_option
 @json_option
 @pass_state
 def categories_set(state: CliState, server_id: str, lines: tuple[str, ...],
-                   file: Path | None) -> None:
+                   file: Path | None, yes: bool) -> None:
     """Replace all categories (at most 5). Clears the server's shared memories.
 
     Each category is "label: description", split at the first colon. With
@@ -271,28 +330,34 @@ def categories_set(state: CliState, server_id: str, lines: tuple[str, ...],
     Examples:
       stm server categories set 1234567890 --line "Goals: where the party is headed" \\
           --line "HP/MP: health and mana of each member"
-      stm server categories set 1234567890 --file categories.txt
+      stm server categories set 1234567890 --file categories.txt --yes
     """
     if bool(lines) == (file is not None):
         raise click.UsageError("give --line (repeatable) or --file")
     source: str | tuple[str, ...] = (
         read_text_file(file, field="file", allowed="a UTF-8 text file of 'label: description' "
                        "lines") if file is not None else lines)
+    confirm(f"replace the categories of server {server_id} and delete its shared channel "
+            "memories", yes=yes)
 
     show_categories(state, with_admin(state, lambda admin: admin.set_categories(server_id, source)))
 
 
 @categories.command("reset")
 @click.argument("server_id")
+@yes_option
 @json_option
 @pass_state
-def categories_reset(state: CliState, server_id: str) -> None:
+def categories_reset(state: CliState, server_id: str, yes: bool) -> None:
     """Back to the single default "summary" category (clears shared memories).
 
     \b
     Examples:
       stm server categories reset 1234567890
+      stm server categories reset 1234567890 --yes
     """
+    confirm(f"reset the categories of server {server_id} and delete its shared channel "
+            "memories", yes=yes)
     show_categories(state, with_admin(state, lambda admin: admin.reset_categories(server_id)))
 
 
@@ -337,6 +402,7 @@ def _privacy_command(name: str, doc: str) -> click.Command:
 @privacy.command("show")
 @click.argument("server_id")
 @json_option
+@reads_only
 @pass_state
 def privacy_show(state: CliState, server_id: str) -> None:
     """Show the private channels and whether the bypass is on.
@@ -410,6 +476,7 @@ def show_capability(state: CliState, result: Capability) -> None:
 @capability.command("show")
 @click.argument("server_id")
 @json_option
+@reads_only
 @pass_state
 def capability_show(state: CliState, server_id: str) -> None:
     """Show whether the bot manages its short-term memory on this server.

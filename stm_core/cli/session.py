@@ -13,6 +13,7 @@ import click
 
 from stm_core.cli.output import note
 from stm_core.cli.state import CliState, default_database_path, run
+from stm_core.errors import ConfigurationError
 from stm_core.store import Stm, open_store
 
 if TYPE_CHECKING:
@@ -26,7 +27,10 @@ T = TypeVar("T")
 async def open_cli_store(state: CliState) -> AsyncIterator[Stm]:
     """The store on ``--db``/``STM_DATABASE_URL``, else on the per-user default
     SQLite file (created with its folder, and named on stderr). The schema is
-    created or upgraded on open."""
+    created or upgraded on open. A read-only command refuses a SQLite file
+    that does not exist rather than create an empty one and show defaults."""
+    if state.read_only:
+        require_database(state.effective_url)
     if state.uses_default_location:
         path = default_database_path()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,6 +50,23 @@ def with_admin(state: CliState, call: Callable[[Admin], Awaitable[T]]) -> T:
             return await call(stm.admin)
 
     return run(go())
+
+
+def require_database(url: str) -> None:
+    path = sqlite_path(url)
+    if path is not None and str(path) != ":memory:" and not path.exists():
+        raise ConfigurationError(f"no database at {path}; `stm db upgrade` creates one")
+
+
+def reads_only(func: F) -> F:
+    """Mark a command as one that only reads (see :func:`require_database`)."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        click.get_current_context().ensure_object(CliState).read_only = True
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def redact_url(url: str) -> str:

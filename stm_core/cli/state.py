@@ -36,6 +36,9 @@ class CliState:
     db_url: str | None = None
     json_output: bool = False
     settings: Settings = attrs.field(factory=Settings)
+    #: Set by read-only commands: a SQLite file that does not exist is refused
+    #: instead of being created empty.
+    read_only: bool = False
 
     @property
     def effective_url(self) -> str:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from stm_core.cli.memory import show_cleared
-from stm_core.cli.output import emit, on_off, plain
-from stm_core.cli.session import json_option, open_cli_store, pass_state, with_admin
+from stm_core.cli.output import emit, on_off, output_option, plain, write_json
+from stm_core.cli.safety import confirm, dry_run_option, yes_option
+from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only, with_admin
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
@@ -40,6 +42,8 @@ def opt_in(state: CliState, action: str, user_id: str) -> None:
       stm user opt-in on 42
       stm user opt-in off 42
     """
+    state.read_only = action == "show"
+
     async def go() -> UserOptIn:
         async with open_cli_store(state) as stm:
             if action == "show":
@@ -51,17 +55,69 @@ def opt_in(state: CliState, action: str, user_id: str) -> None:
 
 @user.command("clear")
 @click.argument("user_id")
+@yes_option
 @json_option
 @pass_state
-def clear(state: CliState, user_id: str) -> None:
+def clear(state: CliState, user_id: str, yes: bool) -> None:
     """Delete a user's own memories (their DM and cross-server copies).
 
     Memories shared by a whole server channel are not touched; use
-    'stm memory clear-channel' for those.
+    'stm user forget' to remove the user's lines from those too.
 
     \b
     Examples:
-      stm user clear 42
+      stm user clear 42 --yes
     """
+    confirm(f"delete user {user_id}'s own memories", yes=yes)
     cleared = with_admin(state, lambda admin: admin.clear_user(user_id))
     show_cleared(state, cleared, f"user {user_id}")
+
+
+@user.command("forget")
+@click.argument("user_id")
+@dry_run_option
+@yes_option
+@json_option
+@pass_state
+def forget(state: CliState, user_id: str, dry_run: bool, yes: bool) -> None:
+    """Remove everything stored of a user, everywhere (an erasure request).
+
+    Their own rows in every server and DM, their lines in shared channel
+    memories and in other users' copies, their cross-server opt-in. Lines
+    stored without an author id cannot be attributed (see docs/privacy.md).
+
+    \b
+    Examples:
+      stm user forget 42 --dry-run
+      stm user forget 42 --yes
+    """
+    if dry_run:
+        state.read_only = True
+    else:
+        confirm(f"remove everything stored of user {user_id}, everywhere", yes=yes)
+    result = with_admin(state, lambda admin: admin.forget_user(user_id, dry_run=dry_run))
+    verb = "Would remove" if dry_run else "Removed"
+    emit(state, result.to_dict(), lambda out: plain(
+        out, f"{verb} user {user_id}'s {len(result.rows_removed)} own memory rows and "
+             f"{result.lines_removed} lines in {len(result.rows_changed)} other rows; "
+             f"stored preferences: {'yes' if result.preferences_removed else 'none'}."))
+
+
+@user.command("export")
+@click.argument("user_id")
+@output_option
+@reads_only
+@pass_state
+def export(state: CliState, user_id: str, output: Path | None) -> None:
+    """Write every stored thing about a user as JSON (an access request).
+
+    Their own rows (summaries, categories, raw lines), their lines in other
+    rows, and their preferences.
+
+    \b
+    Examples:
+      stm user export 42
+      stm user export 42 -o user-42.json
+    """
+    exported = with_admin(state, lambda admin: admin.export_user(user_id))
+    write_json(exported, output)

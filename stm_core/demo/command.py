@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from typing import NoReturn
 
+import attrs
 import click
 from click.core import ParameterSource
 from rich.console import Console
@@ -56,9 +57,12 @@ def _fail(ctx: click.Context, message: str, code: int) -> NoReturn:
               help="One line per turn instead of the full view, then the summary.")
 @click.option("--full", is_flag=True, default=False,
               help="Show memory blocks in full instead of their first lines.")
+@click.option("--budget", "budget_tokens", type=click.IntRange(min=0), default=None,
+              metavar="TOKENS", help="Hold stm's additions to this many tokens per turn "
+                                     "(0: no budget) to watch the prompt budget at work.")
 @click.pass_context
 def demo(ctx: click.Context, db_url: str | None, json_output: bool, max_turns: int | None,
-         quiet: bool, full: bool) -> None:
+         quiet: bool, full: bool, budget_tokens: int | None) -> None:
     """Replay a bundled chat transcript through stm, turn by turn.
 
     Two servers (one in category mode with a private channel and a thread, one
@@ -72,6 +76,7 @@ def demo(ctx: click.Context, db_url: str | None, json_output: bool, max_turns: i
       stm demo                  # the full walk-through
       stm demo --quiet          # one line per turn and the summary
       stm demo --turns 12       # stop after twelve turns
+      stm demo --budget 150     # a tight prompt budget: watch stm shrink its block
       stm demo --json | jq '.summary'
       stm demo --db sqlite+aiosqlite:///demo.db   # keep the database afterwards
     """
@@ -80,6 +85,8 @@ def demo(ctx: click.Context, db_url: str | None, json_output: bool, max_turns: i
     as_json = json_output or (state is not None and state.json_output)
     try:
         settings = state.settings if state is not None else Settings.from_env()
+        if budget_tokens is not None:
+            settings = attrs.evolve(settings, prompt_budget_tokens=budget_tokens)
         transcript = load_transcript()
     except (ValidationError, ConfigurationError) as exc:
         _fail(ctx, str(exc), EXIT_USAGE)

@@ -128,7 +128,15 @@ def _stm_section(record: TurnRecord, max_lines: int | None) -> RenderableType:
     if not parts:
         parts.append(Text("nothing to add yet (no memories visible from here, no nudge)",
                           style="dim"))
+    parts.append(Text(budget_line(record), style="dim"))
     return Group(*parts)
+
+
+def budget_line(record: TurnRecord) -> str:
+    """How much of the prompt budget stm's additions took."""
+    if not record.budget_tokens:
+        return f"{record.memory_tokens} tokens (no prompt budget)"
+    return f"{record.memory_tokens} of {record.budget_tokens} tokens of the prompt budget"
 
 
 def _prompt_lines(messages: Iterable[PromptMessage]) -> RenderableType:

@@ -99,6 +99,10 @@ class TurnRecord:
     reply: str
     counter_before: int
     counter_after: int | None
+    #: Tokens of everything stm added (``stm_token_counter``) and the budget
+    #: it was held to (0: none).
+    memory_tokens: int = 0
+    budget_tokens: int = 0
 
 
 @attrs.frozen(kw_only=True)

@@ -121,6 +121,8 @@ class Replay:
         shown = [i.text for i in ctx.memory_items]
         if ctx.nudge_item is not None:
             shown.append(ctx.nudge_item.text)
+        count = self.stm.hooks.token_counter(turn.provider)
+        profile = await self.stm.profile_for(turn.server_id)
         self.leaks.extend(self.audit.leaks(number, where, shown))
 
         tool = await self.stm.tool_schema(turn)
@@ -164,7 +166,9 @@ class Replay:
             messages=placed.messages, tool_offered=tool is not None,
             tool_properties=schema_properties(tool), tool_schema=tool, tool_call=call,
             reply=answer.reply,
-            counter_before=before, counter_after=after)
+            counter_before=before, counter_after=after,
+            memory_tokens=sum(count(text) for text in shown),
+            budget_tokens=profile.prompt_budget_tokens)
 
     def reuse_figures(self) -> dict[str, Any]:
         """Prefix reuse of the replay, with the no-memory baseline beside it."""

@@ -3,8 +3,8 @@
 The stages, in order (one module each)::
 
     load -> gather -> crossserver -> expiry -> visibility -> sortcap
-         -> render_other -> same_channel + nudge (turns with tools) -> depth
-         -> mentions (every emitted text)
+         -> render_other -> same_channel + nudge (turns with tools)
+         -> mentions (every emitted text) -> budget -> depth
 
 The server's cache policy (``cache_policy``) decides ages and placement.
 
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from stm_core.expiry import is_expired
 from stm_core.models import ContextItem, StmContext, Turn
+from stm_core.pipeline.budget import fit_budget
 from stm_core.pipeline.cache_policy import base_memory_depth, nudge_depth
 from stm_core.pipeline.depth import resolve_memory_depth
 from stm_core.pipeline.load import load
@@ -31,7 +32,7 @@ from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.recent import newest_visible
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
-from stm_core.pipeline.same_channel import live_key, render_same_channel
+from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, ServerSettings
 
@@ -67,33 +68,45 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
     shown, servers = await newest_visible(stm, turn, loaded)
 
     converters = stm.hooks.mention_converters()
-    items: list[ContextItem] = []
-    newest: int | None = None
-    if shown:
-        text, newest = render_other_channels(
-            turn, profile, shown, now, _category_order(stm, turn, profile, servers))
-        if text:
-            items.append(ContextItem(text=convert_mentions(text, turn, converters),
-                                     kind="other_channels"))
+    order = _category_order(stm, turn, profile, servers)
 
-    nudge_item: ContextItem | None = None
-    depth = base_memory_depth(profile)
+    def render_other(kept: int, raw_lines: int) -> tuple[str | None, int | None]:
+        text, newest = render_other_channels(turn, profile, shown[:kept], now, order,
+                                             crude_count=raw_lines)
+        return (convert_mentions(text, turn, converters) if text else None), newest
+
+    def render_same(body: str) -> str:
+        return convert_mentions(wrap_same_channel(turn, body), turn, converters)
+
+    same_body: str | None = None
+    nudge: str | None = None
+    record = None
     if turn.has_tools:
         record = await stm.live_record(live_key(turn, user_id))
-        same = render_same_channel(turn, profile, record, now, crude_ttl_ms=crude_ttl,
-                                   summary_ttl_ms=summary_ttl)
-        if same is not None:
-            items.append(ContextItem(text=convert_mentions(same, turn, converters),
-                                     kind="same_channel"))
+        same_body = live_body(profile, record, now, crude_ttl_ms=crude_ttl,
+                              summary_ttl_ms=summary_ttl)
+        nudge = nudge_text(stm, turn, profile, record)
+        if nudge is not None:
+            nudge = convert_mentions(nudge, turn, converters)
+    block = fit_budget(profile.prompt_budget_tokens, stm.hooks.token_counter(turn.provider),
+                       nudge=nudge, render_other=render_other, entries=len(shown),
+                       raw_lines=profile.crude_message_count, same_body=same_body,
+                       render_same=render_same)
+
+    items: list[ContextItem] = []
+    newest = block.newest_other_ms
+    if block.other:
+        items.append(ContextItem(text=block.other, kind="other_channels"))
+    if block.same:
+        items.append(ContextItem(text=block.same, kind="same_channel"))
+    nudge_item = None if nudge is None else ContextItem(text=nudge, kind="nudge")
+    depth = base_memory_depth(profile)
+    if turn.has_tools:
         # The live row counts even when it holds raw lines only: every bot turn
         # refreshes it, so freshness tracks the last turn the bot took part in.
         if record is not None and not is_expired(record, now, crude_ttl_ms=crude_ttl,
                                                  summary_ttl_ms=summary_ttl):
             newest = max(newest or 0, record.updated_at_ms)
-        nudge = nudge_text(stm, turn, profile, record)
-        if nudge is not None:
-            nudge_item = ContextItem(text=convert_mentions(nudge, turn, converters),
-                                     kind="nudge")
         # Freshness is only computed inside the tools branch (reference §6), and
         # only matters when there is a block to move; a stable block never moves.
         if items and not profile.stable:

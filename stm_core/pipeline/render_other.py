@@ -2,9 +2,9 @@
 
 Each entry becomes an :class:`OtherChannelParts` (headers, body, capped raw
 lines) that the server's render mode assembles; the entries are joined and
-the whole text trimmed. Channels of the current server are referred to as
-``<#id>`` (mention conversion names them later); anything else is "a channel
-in another server".
+the whole text trimmed. Channels of the current server are referred to by the
+name the turn gives them (``<#id>`` when it gives none); anything else is "a
+channel in another server".
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
+from stm_core.mention_names import channel_reference
 from stm_core.models import CrudeMessage, Turn
 from stm_core.plugin_types import OtherChannelParts
 from stm_core.profile import ServerProfile
@@ -69,7 +70,7 @@ def entry_parts(record: MemoryRecord, turn: Turn, *, now_ms: int, current_server
     same_server = key.server_id == current_server
     # "Shared" means a server-wide memory of the server we are talking in.
     shared = same_server and turn.server_id is not None
-    chan = f"<#{key.channel_id}>" if same_server else OTHER_SERVER
+    chan = channel_reference(key.channel_id, turn) if same_server else OTHER_SERVER
     # No age under the stable cache policy: it changes with the clock alone.
     rel = "" if stable else f" ({relative_time(now_ms - record.updated_at_ms)})"
     bot = turn.bot_name
@@ -89,7 +90,7 @@ def entry_parts(record: MemoryRecord, turn: Turn, *, now_ms: int, current_server
         memory_header = (f"[System: {bot} remembers a recent conversation with {user} "
                          f"in {chan}{rel}:\n")
         raw_header = f"[System: {bot}'s recent raw messages with {user} in {chan}:\n"
-    messages = record.messages[-crude_count:] if record.messages else ()
+    messages = record.messages[-crude_count:] if record.messages and crude_count else ()
     return OtherChannelParts(
         memory_header=memory_header,
         raw_header=raw_header,
@@ -99,12 +100,16 @@ def entry_parts(record: MemoryRecord, turn: Turn, *, now_ms: int, current_server
 
 
 def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[MemoryRecord],
-                          now_ms: int, order: CategoryOrder) -> tuple[str, int | None]:
+                          now_ms: int, order: CategoryOrder,
+                          crude_count: int | None = None) -> tuple[str, int | None]:
     """The trimmed text of every entry (``""`` when none renders) and the
-    newest ``updated_at_ms`` among the entries that rendered something."""
+    newest ``updated_at_ms`` among the entries that rendered something.
+    ``crude_count`` (the prompt budget's) may show fewer raw lines than the
+    server's ``crude_message_count``."""
     render = profile.render_mode.render
     current_server = turn.server_id if turn.server_id is not None else DM_SERVER
-    crude_count = profile.crude_message_count
+    if crude_count is None:
+        crude_count = profile.crude_message_count
     pieces: list[str] = []
     newest: int | None = None
     for record in entries:

@@ -46,14 +46,17 @@ def same_channel_body(record: MemoryRecord, profile: ServerProfile) -> str | Non
     return "\n".join(lines) if lines else None
 
 
-def render_same_channel(turn: Turn, profile: ServerProfile, record: MemoryRecord | None,
-                        now_ms: int, *, crude_ttl_ms: int, summary_ttl_ms: int) -> str | None:
+def live_body(profile: ServerProfile, record: MemoryRecord | None, now_ms: int, *,
+              crude_ttl_ms: int, summary_ttl_ms: int) -> str | None:
+    """The body of the same-channel block, or ``None`` when it renders nothing."""
     if record is None or is_expired(record, now_ms, crude_ttl_ms=crude_ttl_ms,
                                     summary_ttl_ms=summary_ttl_ms):
         return None
-    body = same_channel_body(record, profile)
-    if body is None:
-        return None
+    return same_channel_body(record, profile)
+
+
+def wrap_same_channel(turn: Turn, body: str) -> str:
+    """The same-channel block around its body."""
     if turn.is_user_impersonation:
         return f"[System: Short term memory for this ongoing conversation:\n{body}]"
     return f"[System: {turn.bot_name}'s short term memory for this ongoing conversation:\n{body}]"

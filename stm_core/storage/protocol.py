@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from stm_core.models import CrudeMessage
 from stm_core.storage.records import (
     CaptureWrite,
     CategoryRecord,
@@ -146,6 +147,49 @@ class AtomicServerEdits(Protocol):
         transaction, and their keys returned, only when the categories stored
         when it runs differ from ``categories`` (position, label, description).
         """
+        ...
+
+
+@runtime_checkable
+class UserErasure(Protocol):
+    """Optional capability: find one author's lines everywhere, remove them
+    row by row, and drop a user's preferences (privacy requests).
+
+    The admin API's ``forget_user`` and ``export_user`` need it; an adapter
+    without it keeps working for everything else, and those two calls raise
+    :class:`~stm_core.errors.StorageError` naming the adapter.
+    """
+
+    async def rows_with_author(self, author_id: str) -> list[MemoryRecord]:
+        """Every row (any scope) holding at least one line whose ``author_id``
+        is ``author_id``, in key order."""
+        ...
+
+    async def replace_messages(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                               expected_rev: int) -> MemoryRecord | None:
+        """Set the row's stored lines, only if its ``rev`` is still ``expected_rev``
+        (one transaction). Returns the committed row (``rev`` raised, ``updated_at_ms``
+        kept, so its TTL does not restart), or ``None`` when the row changed or
+        is gone (the caller re-reads and tries again)."""
+        ...
+
+    async def delete_user_prefs(self, user_id: str) -> bool:
+        """Delete the user's stored preferences; whether there were any."""
+        ...
+
+
+@runtime_checkable
+class StorageInventory(Protocol):
+    """Optional capability: what operators list and preview (``stm server list``,
+    ``stm janitor --dry-run``). Without it those commands raise
+    :class:`~stm_core.errors.StorageError` naming the adapter."""
+
+    async def server_ids(self) -> list[str]:
+        """Servers with stored settings or server-scope memory rows, sorted."""
+        ...
+
+    async def count_older_than(self, cutoff_ms: int) -> int:
+        """Rows the janitor would delete: ``updated_at_ms < cutoff_ms``."""
         ...
 
 

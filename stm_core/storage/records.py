@@ -106,6 +106,9 @@ class ServerSettings:
     #: ``"freshness"`` or ``"stable"`` (provider prompt caches); ``None``: the default.
     cache_policy: str | None = None
 
+    #: Tokens of a turn's STM block in this server; ``None``: the process setting.
+    prompt_budget_tokens: int | None = None
+
 
 #: Columns of :class:`ServerSettings` that ``update_server_settings`` may change.
 SERVER_SETTING_FIELDS: tuple[str, ...] = (
@@ -120,6 +123,8 @@ SERVER_SETTING_FIELDS: tuple[str, ...] = (
     "private_channel_ids",
     "privacy_bypass",
     "cache_policy",
+
+    "prompt_budget_tokens",
 )
 
 

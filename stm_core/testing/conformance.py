@@ -27,13 +27,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 import pytest
 
 from stm_core.errors import ValidationError
 from stm_core.models import CrudeMessage
-from stm_core.storage.protocol import AtomicServerEdits, MemoryHistory, StorageAdapter
+from stm_core.storage.protocol import (
+    AtomicServerEdits,
+    MemoryHistory,
+    StorageAdapter,
+    StorageInventory,
+    UserErasure,
+)
 from stm_core.storage.records import (
     CaptureWrite,
     CategoryRecord,
@@ -427,7 +434,7 @@ class StorageAdapterConformance:
             "nudge_injection_depth": 0, "content_injection_depth": -1,
             "tool_description_override": "Tool ✍️", "update_nudge_override": "Nudge {x}",
             "stm_enabled": False, "private_channel_ids": frozenset({"c2", "c1"}),
-            "privacy_bypass": True, "cache_policy": "stable",
+            "privacy_bypass": True, "cache_policy": "stable", "prompt_budget_tokens": 750,
         }
         stored = await adapter.update_server_settings(GUILD, changes, now_ms=NOW)
         expected = ServerSettings(server_id=GUILD, updated_at_ms=NOW,
@@ -662,3 +669,91 @@ class MemoryHistoryConformance:
         # A row created again under the same key starts without history.
         await noted(adapter, user_key("c3"), "new")
         assert [r.summary for r in await adapter.list_revisions(user_key("c3"))] == ["new"]
+
+
+def authored(*lines: tuple[str | None, str], at: int = NOW) -> tuple[CrudeMessage, ...]:
+    """Lines given as ``(author_id, text)``."""
+    return tuple(CrudeMessage(role="user", content=text, speaker_name=author,
+                              timestamp_ms=at + i, author_id=author)
+                 for i, (author, text) in enumerate(lines))
+
+
+class UserErasureConformance:
+    """The optional :class:`~stm_core.storage.protocol.UserErasure` and
+    :class:`~stm_core.storage.protocol.StorageInventory` capabilities. Mix it
+    into the test class of an adapter that offers them."""
+
+    async def _put(self, adapter: Any, key: MemoryKey,
+                   lines: tuple[CrudeMessage, ...], now: int = NOW) -> MemoryRecord:
+        (record,) = await adapter.capture([CaptureWrite(key=key, messages=lines, now_ms=now)])
+        return record  # type: ignore[no-any-return]
+
+    async def test_offers_the_capabilities(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, UserErasure)
+        assert isinstance(adapter, StorageInventory)
+
+    async def test_author_ids_round_trip_and_may_be_absent(self, adapter: Any) -> None:
+        lines = authored((USER, "mine"), (None, "unknown author"), ("a_%\\\"'", "odd id"))
+        stored = await self._put(adapter, server_key(), lines)
+        assert stored.messages == lines
+        fetched = await adapter.get_memory(server_key())
+        assert fetched is not None and fetched.messages == lines
+
+    async def test_rows_with_author_finds_every_scope_and_only_exact_ids(
+            self, adapter: Any) -> None:
+        await self._put(adapter, server_key("c1"), authored((USER, "a"), (OTHER_USER, "b")))
+        await self._put(adapter, user_key("c1", user=OTHER_USER), authored((USER, "a")))
+        await self._put(adapter, user_key("dm", guild=None), authored((USER, "dm")))
+        await self._put(adapter, server_key("c2"), authored((OTHER_USER, "b")))
+        # Look-alikes: a longer id, the id inside a line's text, LIKE wildcards.
+        await self._put(adapter, server_key("c3"), authored((USER + "1", "x"),
+                                                            (OTHER_USER, f'"author_id":"{USER}"')))
+        found = await adapter.rows_with_author(USER)
+        assert [r.key for r in found] == sorted(
+            [server_key("c1"), user_key("c1", user=OTHER_USER), user_key("dm", guild=None)],
+            key=lambda k: attrs.astuple(k))
+        assert await adapter.rows_with_author("2000%") == []
+        assert await adapter.rows_with_author("20000000000000000_") == []
+
+    async def test_replace_messages_checks_the_revision(self, adapter: Any) -> None:
+        row = await self._put(adapter, server_key(), authored((USER, "a"), (OTHER_USER, "b")))
+        kept = row.messages[1:]
+        done = await adapter.replace_messages(server_key(), kept, expected_rev=row.rev)
+        assert done is not None
+        assert done.messages == kept and done.rev == row.rev + 1
+        assert done.updated_at_ms == row.updated_at_ms  # the TTL does not restart
+        assert await adapter.get_memory(server_key()) == done
+        stale = await adapter.replace_messages(server_key(), (), expected_rev=row.rev)
+        assert stale is None
+        assert (await adapter.get_memory(server_key())) == done
+        assert await adapter.replace_messages(server_key("gone"), (), expected_rev=1) is None
+
+    async def test_replace_messages_keeps_the_rest_of_the_row(self, adapter: Any) -> None:
+        await self._put(adapter, server_key(), authored((USER, "a")))
+        row = await summarize(adapter, server_key(), "kept summary", categories={"g": "goal"})
+        done = await adapter.replace_messages(server_key(), (), expected_rev=row.rev)
+        assert done is not None
+        assert attrs.evolve(done, messages=row.messages, rev=row.rev) == row
+
+    async def test_delete_user_prefs(self, adapter: Any) -> None:
+        await adapter.set_user_prefs(USER, crossserver_opt_in=True, now_ms=NOW)
+        await adapter.set_user_prefs(OTHER_USER, crossserver_opt_in=True, now_ms=NOW)
+        assert await adapter.delete_user_prefs(USER) is True
+        assert await adapter.delete_user_prefs(USER) is False
+        assert await adapter.load_user_prefs(USER) == UserPrefs(user_id=USER)
+        assert (await adapter.load_user_prefs(OTHER_USER)).crossserver_opt_in is True
+
+    async def test_server_ids_from_settings_and_server_rows(self, adapter: Any) -> None:
+        assert await adapter.server_ids() == []
+        await self._put(adapter, server_key(guild=OTHER_GUILD), ())
+        await self._put(adapter, server_key(guild=OTHER_GUILD, channel="c9"), ())
+        await self._put(adapter, user_key(guild=None), ())  # a DM names no server
+        await adapter.update_server_settings(GUILD, {"refresh_cadence": 3}, now_ms=NOW)
+        assert await adapter.server_ids() == sorted([GUILD, OTHER_GUILD])
+
+    async def test_count_older_than(self, adapter: Any) -> None:
+        for i in range(3):
+            await self._put(adapter, server_key(f"c{i}"), (), now=NOW + i)
+        assert await adapter.count_older_than(NOW) == 0
+        assert await adapter.count_older_than(NOW + 2) == 2
+        assert await adapter.count_memories() == 3

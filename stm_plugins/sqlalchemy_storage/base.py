@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import abc
 import enum
+import os
+import sys
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sqlalchemy.engine import Dialect
-from sqlalchemy.sql.expression import ClauseElement
-
+from stm_core import telemetry
 from stm_core.errors import StorageError, ValidationError
+from stm_core.lazy_import import lazy_module
 from stm_core.models import CrudeMessage
 from stm_core.settings import Settings
 from stm_core.storage.records import (
@@ -34,9 +35,22 @@ from stm_core.storage.records import (
 )
 from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
 from stm_plugins.sqlalchemy_storage import codec
-from stm_plugins.sqlalchemy_storage import statements as st
 from stm_plugins.sqlalchemy_storage.compiled import Compiled, StatementCache
 from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS, MigrationStep, check_steps
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import ClauseElement
+
+    from stm_plugins.sqlalchemy_storage import statements as st
+else:
+    # Statement builders need SQLAlchemy, which only runs when a statement is not
+    # precompiled: every use below sits in a lambda the cache calls on a miss.
+    st = lazy_module("stm_plugins.sqlalchemy_storage.statements")
+
+
+#: Set (to anything) to check every precompiled statement against its builder on
+#: first use; the test suite sets it.
+VERIFY_PRECOMPILED_ENV = "STM_VERIFY_PRECOMPILED_SQL"
 
 
 class Want(enum.Enum):
@@ -62,12 +76,14 @@ class SqlStorageAdapter(abc.ABC):
     name: str
     dialect_name: str
 
-    def __init__(self, *, settings: Settings, dialect: Dialect,
+    def __init__(self, *, settings: Settings,
+                 precompiled: Mapping[Hashable, Compiled] | None = None,
                  migrations: Sequence[MigrationStep] = MIGRATIONS) -> None:
         check_steps(migrations)
         self.settings = settings
         self.migrations = tuple(migrations)
-        self._sql = StatementCache(dialect)
+        self._sql = StatementCache(self.dialect_name, precompiled,
+                                   verify=bool(os.environ.get(VERIFY_PRECOMPILED_ENV)))
         self._closed = False
 
     # -- what a backend provides -------------------------------------------------
@@ -78,12 +94,38 @@ class SqlStorageAdapter(abc.ABC):
     async def aclose(self) -> None: ...
 
     @abc.abstractmethod
-    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         """Run read steps (several ones see one snapshot)."""
 
     @abc.abstractmethod
-    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         """Run steps in one transaction, committed before returning."""
+
+    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await self._run_read(steps)
+        with tracer.start_as_current_span("stm.storage.read",
+                                          attributes=self._span_attributes(steps)):
+            return await self._run_read(steps)
+
+    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await self._run_write(steps)
+        with tracer.start_as_current_span("stm.storage.write",
+                                          attributes=self._span_attributes(steps)):
+            return await self._run_write(steps)
+
+    def _span_attributes(self, steps: Sequence[Step]) -> dict[str, str | int]:
+        # The adapter method that asked (the first caller not named _...):
+        # looked up only while tracing.
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_code.co_name.startswith("_"):
+            frame = frame.f_back
+        return {"db.system.name": self.dialect_name, "stm.storage.backend": self.name,
+                "stm.storage.operation": frame.f_code.co_name,
+                "stm.storage.statements": len(steps)}
 
     async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
                            params: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -110,32 +152,32 @@ class SqlStorageAdapter(abc.ABC):
     async def load_server_settings(self, server_id: str) -> ServerSettings:
         ident = {"server_id": server_id}
         row, cats = await self._read([
-            Step(self.statement("settings_row", st.settings_row), ident, Want.ONE),
-            Step(self.statement("categories_rows", st.categories_rows), ident, Want.ALL),
+            Step(self.statement("settings_row", lambda: st.settings_row()), ident, Want.ONE),
+            Step(self.statement("categories_rows", lambda: st.categories_rows()), ident, Want.ALL),
         ])
         return codec.settings_from_rows(server_id, row, cats)
 
     async def load_server_memories(self, server_id: str, *,
                                    updated_since_ms: int) -> list[MemoryRecord]:
-        (rows,) = await self._read([Step(self.statement("server_rows", st.server_rows),
+        (rows,) = await self._read([Step(self.statement("server_rows", lambda: st.server_rows()),
                                          {"server_id": server_id, "since": updated_since_ms},
                                          Want.ALL)])
         return [codec.memory_from_row(r) for r in rows]
 
     async def load_user_prefs(self, user_id: str) -> UserPrefs:
-        (row,) = await self._read([Step(self.statement("prefs_row", st.prefs_row),
+        (row,) = await self._read([Step(self.statement("prefs_row", lambda: st.prefs_row()),
                                         {"user_id": user_id}, Want.ONE)])
         return codec.prefs_from_row(user_id, row)
 
     async def load_user_memories(self, user_id: str, *,
                                  updated_since_ms: int) -> list[MemoryRecord]:
-        (rows,) = await self._read([Step(self.statement("user_rows", st.user_rows),
+        (rows,) = await self._read([Step(self.statement("user_rows", lambda: st.user_rows()),
                                          {"user_id": user_id, "since": updated_since_ms},
                                          Want.ALL)])
         return [codec.memory_from_row(r) for r in rows]
 
     async def get_memory(self, key: MemoryKey) -> MemoryRecord | None:
-        (row,) = await self._read([Step(self.statement("get_row", st.get_row),
+        (row,) = await self._read([Step(self.statement("get_row", lambda: st.get_row()),
                                         codec.key_params(key), Want.ONE)])
         return None if row is None else codec.memory_from_row(row, key=key)
 
@@ -148,7 +190,7 @@ class SqlStorageAdapter(abc.ABC):
         return [codec.memory_from_row(r) for r in rows]
 
     async def count_memories(self) -> int:
-        (row,) = await self._read([Step(self.statement("count_rows", st.count_rows), {},
+        (row,) = await self._read([Step(self.statement("count_rows", lambda: st.count_rows()), {},
                                         Want.ONE)])
         return int(row[0])
 
@@ -168,7 +210,7 @@ class SqlStorageAdapter(abc.ABC):
                 last_messages, last_json = w.messages, codec.encode_messages(last_clean)
             params.append(codec.capture_params(w, last_json))
             sent.append((last_json, last_clean))
-        rows = await self._upsert_rows("capture", st.capture_upsert, params)
+        rows = await self._upsert_rows("capture", lambda d, r: st.capture_upsert(d, r), params)
         return [codec.memory_from_row(r, key=w.key, sent_messages=s)
                 for r, w, s in zip(rows, writes, sent, strict=True)]
 
@@ -179,7 +221,7 @@ class SqlStorageAdapter(abc.ABC):
         if any(w.revision is not None for w in writes):
             rows = await self._write_with_revisions(writes, params)
         else:
-            rows = await self._upsert_rows("write", st.write_upsert, params)
+            rows = await self._upsert_rows("write", lambda d, r: st.write_upsert(d, r), params)
         return [codec.memory_from_row(r, key=w.key) for r, w in zip(rows, writes, strict=True)]
 
     async def _write_with_revisions(self, writes: Sequence[MemoryWrite],
@@ -187,8 +229,8 @@ class SqlStorageAdapter(abc.ABC):
         """Each upsert followed by its revision and the trim, all in one transaction."""
         upsert = self.statement(("write",), lambda: self._announce(
             st.write_upsert(self.dialect_name, None), "k"))
-        insert = self.statement("revision_insert", st.revision_insert)
-        trim = self.statement("revision_trim", st.revision_trim)
+        insert = self.statement("revision_insert", lambda: st.revision_insert())
+        trim = self.statement("revision_trim", lambda: st.revision_trim())
         steps: list[Step] = []
         for w, p in zip(writes, params, strict=True):
             steps.append(Step(upsert, p, Want.ONE))
@@ -200,8 +242,8 @@ class SqlStorageAdapter(abc.ABC):
         return [r for r, s in zip(results, steps, strict=True) if s.sql is upsert]
 
     async def list_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
-        (rows,) = await self._read([Step(self.statement("revision_rows", st.revision_rows),
-                                         codec.key_params(key), Want.ALL)])
+        compiled = self.statement("revision_rows", lambda: st.revision_rows())
+        (rows,) = await self._read([Step(compiled, codec.key_params(key), Want.ALL)])
         return [codec.revision_from_row(key, r) for r in rows]
 
     # -- admin writes -----------------------------------------------------------------
@@ -217,7 +259,7 @@ class SqlStorageAdapter(abc.ABC):
         ident = {"server_id": server_id}
         row, cats = await self._write([
             Step(self._settings_upsert(columns), {**values, **ident, "now": now_ms}, Want.ONE),
-            Step(self.statement("categories_rows", st.categories_rows), ident, Want.ALL),
+            Step(self.statement("categories_rows", lambda: st.categories_rows()), ident, Want.ALL),
         ])
         return codec.settings_from_rows(server_id, row, cats)
 
@@ -229,14 +271,14 @@ class SqlStorageAdapter(abc.ABC):
         ident = {"server_id": server_id}
         steps = [
             Step(self._settings_upsert(()), {**ident, "now": now_ms}, Want.ONE),
-            Step(self.statement("categories_delete", st.categories_delete), ident,
+            Step(self.statement("categories_delete", lambda: st.categories_delete()), ident,
                  Want.NOTHING),
         ]
         if categories:
-            steps.append(Step(self.statement("categories_insert", st.categories_insert),
+            steps.append(Step(self.statement("categories_insert", lambda: st.categories_insert()),
                               [codec.category_params(server_id, c) for c in categories],
                               Want.MANY))
-        steps.append(Step(self.statement("categories_rows", st.categories_rows), ident,
+        steps.append(Step(self.statement("categories_rows", lambda: st.categories_rows()), ident,
                           Want.ALL))
         if clear_server_memories:
             steps.append(Step(self.statement("delete_server_rows", lambda: self._announce(
@@ -260,7 +302,7 @@ class SqlStorageAdapter(abc.ABC):
                             "private_channel_ids": codec.encode_ids(added - removed),
                             "add": codec.encode_ids(added),
                             "remove": codec.encode_ids(removed)}, Want.ONE),
-            Step(self.statement("categories_rows", st.categories_rows), ident, Want.ALL),
+            Step(self.statement("categories_rows", lambda: st.categories_rows()), ident, Want.ALL),
         ])
         return codec.settings_from_rows(server_id, row, cats)
 
@@ -284,13 +326,13 @@ class SqlStorageAdapter(abc.ABC):
             Step(self.statement(("delete_server_rows_unless", count), lambda: self._announce(
                 st.delete_server_rows_unless_categories(count), "k")), {**ident, **wanted},
                 Want.ALL),
-            Step(self.statement("categories_delete", st.categories_delete), ident,
+            Step(self.statement("categories_delete", lambda: st.categories_delete()), ident,
                  Want.NOTHING),
         ]
         if rows:
-            steps.append(Step(self.statement("categories_insert", st.categories_insert),
+            steps.append(Step(self.statement("categories_insert", lambda: st.categories_insert()),
                               rows, Want.MANY))
-        steps.append(Step(self.statement("categories_rows", st.categories_rows), ident,
+        steps.append(Step(self.statement("categories_rows", lambda: st.categories_rows()), ident,
                           Want.ALL))
         results = await self._write(steps)
         settings = codec.settings_from_rows(server_id, results[0], results[-1])
@@ -317,14 +359,51 @@ class SqlStorageAdapter(abc.ABC):
         if batch_size < 1:
             raise ValidationError(f"batch_size must be at least 1, got {batch_size}",
                                   field="batch_size")
-        (deleted,) = await self._write([Step(self.statement("purge", st.purge),
+        (deleted,) = await self._write([Step(self.statement("purge", lambda: st.purge()),
                                              {"cutoff": cutoff_ms, "batch": batch_size},
                                              Want.COUNT)])
         return int(deleted)
 
 
+    # -- privacy requests and inventory (optional capabilities) -----------------------
+    async def rows_with_author(self, author_id: str) -> list[MemoryRecord]:
+        compiled = self.statement("rows_with_author",
+                                  lambda: st.rows_with_author(self.dialect_name))
+        (rows,) = await self._read([Step(compiled, {"pattern": codec.author_pattern(author_id)},
+                                         Want.ALL)])
+        records = [codec.memory_from_row(r) for r in rows]
+        return [r for r in records if any(m.author_id == author_id for m in r.messages)]
+
+    async def replace_messages(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                               expected_rev: int) -> MemoryRecord | None:
+        clean = codec.clean_messages(tuple(messages))
+        text = codec.encode_messages(clean)
+        compiled = self.statement("replace_messages", lambda: self._announce(
+            st.replace_messages(), "k"))
+        (row,) = await self._write([Step(compiled, {**codec.key_params(key), "messages": text,
+                                                    "rev": expected_rev}, Want.ONE)])
+        return None if row is None else codec.memory_from_row(row, key=key,
+                                                              sent_messages=(text, clean))
+
+    async def delete_user_prefs(self, user_id: str) -> bool:
+        compiled = self.statement("prefs_delete", lambda: self._announce(
+            st.prefs_delete(), "u"))
+        (rows,) = await self._write([Step(compiled, {"user_id": user_id}, Want.ALL)])
+        return bool(rows)
+
+    async def server_ids(self) -> list[str]:
+        (rows,) = await self._read([Step(self.statement("server_ids", st.server_ids), {},
+                                         Want.ALL)])
+        return sorted(str(r[0]) for r in rows)
+
+    async def count_older_than(self, cutoff_ms: int) -> int:
+        (row,) = await self._read([Step(self.statement("count_older", st.count_older),
+                                        {"cutoff": cutoff_ms}, Want.ONE)])
+        return int(row[0])
+
+
 def _filter_params(flt: MemoryFilter) -> tuple[tuple[str, ...], dict[str, object]]:
-    params = {f: getattr(flt, f) for f in st.FILTER_FIELDS if getattr(flt, f) is not None}
+    params = {f: getattr(flt, f) for f in codec.FILTER_FIELDS if getattr(flt, f) is not None}
     return tuple(params), params
 
 

@@ -33,6 +33,10 @@ _decode = json.JSONDecoder().decode
 
 Row = Sequence[Any]
 
+#: Fields of a ``MemoryFilter``, in the order filters are keyed.
+FILTER_FIELDS: tuple[str, ...] = ("channel_id", "user_id", "server_id", "scope_kind",
+                                  "persona_id")
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
@@ -57,28 +61,52 @@ def clean_messages(messages: tuple[CrudeMessage, ...]) -> tuple[CrudeMessage, ..
     # One look at all the texts together: this runs on every turn.
     texts = [m.content for m in messages]
     texts += [m.speaker_name for m in messages if m.speaker_name is not None]
+    texts += [m.author_id for m in messages if m.author_id is not None]
     joined = "".join(texts)
     if "\x00" not in joined and (joined.isascii() or not _SURROGATE.search(joined)):
         return messages
     return tuple(CrudeMessage(role=m.role, content=clean_text(m.content),
                               speaker_name=_clean_optional(m.speaker_name),
-                              timestamp_ms=m.timestamp_ms) for m in messages)
+                              timestamp_ms=m.timestamp_ms,
+                              author_id=_clean_optional(m.author_id)) for m in messages)
 
 
 # -- JSON columns -------------------------------------------------------------------
+#: Key of a line's author id in the stored JSON.
+AUTHOR_FIELD = "author_id"
+
+
+def _message_fields(m: CrudeMessage) -> dict[str, Any]:
+    fields = {"role": m.role, "content": m.content, "speaker_name": m.speaker_name,
+              "timestamp_ms": m.timestamp_ms}
+    if m.author_id is not None:  # absent, not null: rows stay as small as before
+        fields[AUTHOR_FIELD] = m.author_id
+    return fields
+
+
 def encode_messages(messages: Sequence[CrudeMessage]) -> str:
     if not messages:
         return "[]"
-    return _encode([{"role": m.role, "content": m.content, "speaker_name": m.speaker_name,
-                     "timestamp_ms": m.timestamp_ms} for m in messages])
+    return _encode([_message_fields(m) for m in messages])
 
 
 def decode_messages(text: str) -> tuple[CrudeMessage, ...]:
     if text == "[]":
         return ()
+    # Lines stored before authors were kept have no author field.
     return tuple(CrudeMessage(role=m["role"], content=m["content"],
                               speaker_name=m.get("speaker_name"),
-                              timestamp_ms=m["timestamp_ms"]) for m in _decode(text))
+                              timestamp_ms=m["timestamp_ms"], author_id=m.get(AUTHOR_FIELD))
+                 for m in _decode(text))
+
+
+def author_pattern(author_id: str) -> str:
+    """A ``LIKE`` pattern (escape character ``\\``) matching the stored JSON of
+    any message list holding a line by ``author_id``. It may match more (the
+    text could appear inside a line's content); callers check the decoded lines."""
+    needle = _encode({AUTHOR_FIELD: clean_text(author_id)})[1:-1]
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
 
 
 def encode_categories(values: Mapping[str, str]) -> str:
@@ -197,6 +225,7 @@ _SETTING_ENCODERS: dict[str, Callable[[str, object], object]] = {
     "private_channel_ids": _channel_ids,
     "privacy_bypass": _bool,
     "cache_policy": _str_or_none,
+    "prompt_budget_tokens": _int_or_none,
 }
 
 
@@ -218,7 +247,8 @@ def settings_from_rows(server_id: str, row: Row | None,
         update_nudge_override=row[7],
         stm_enabled=None if row[8] is None else bool(row[8]),
         private_channel_ids=frozenset(_decode(row[9])), privacy_bypass=bool(row[10]),
-        categories=cats, updated_at_ms=row[11], cache_policy=row[12])
+        categories=cats, updated_at_ms=row[11], cache_policy=row[12],
+        prompt_budget_tokens=row[13])
 
 
 def category_params(server_id: str, c: CategoryRecord) -> dict[str, object]:

@@ -10,23 +10,42 @@ and after re-reading the version, so processes starting together apply it once.
 To change the schema: edit :mod:`.schema`, add a step that turns the previous
 version into the new one, and keep the ``V1_TABLES`` snapshot of step 1
 unchanged (copy the old table definitions into it before editing).
+
+Rolling upgrades (docs/deployment.md): several processes share a database and
+are upgraded one after the other, so the first new one migrates while old ones
+still run. The contract that keeps them working:
+
+* every step is *expand* (new tables, new nullable or defaulted columns, new
+  indexes): code of the previous version neither reads nor needs what it adds
+  and its writes stay valid;
+* dropping or renaming (*contract*) happens only in a later step, and step
+  N + 1 removes only what code of version N no longer uses; such a step says
+  so (``contracts=True``): code older than N stops working at N + 1;
+* so code of version N keeps working on a database at N + 1
+  (:data:`COMPATIBILITY_WINDOW`); a database further ahead is refused with
+  the fix.
+
+Adding a step is one entry in :data:`MIGRATIONS`; the constants follow.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
-import sqlalchemy as sa
-from sqlalchemy.engine import Dialect
 
 from stm_core.errors import ConfigurationError
-from stm_plugins.sqlalchemy_storage.schema import (
-    V1_TABLES,
-    V2_TABLES,
-    schema_version,
-    server_settings,
-)
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Dialect
+
+# SQLAlchemy (and the tables defined with it) is imported only when a step is
+# applied: opening an up-to-date database needs neither.
+
+log = logging.getLogger("stm.storage.migrations")
 
 
 @attrs.frozen(kw_only=True)
@@ -37,9 +56,14 @@ class MigrationStep:
     description: str
     #: The step's statements (DDL or data changes) for a dialect.
     statements: Callable[[Dialect], Sequence[str]]
+    #: Whether it removes or renames something code of ``version - 1`` uses
+    #: (a *contract* step): that code then stops at this version.
+    contracts: bool = False
 
 
 def _create(tables: Sequence[sa.Table], dialect: Dialect) -> list[str]:
+    import sqlalchemy as sa
+
     out = [str(sa.schema.CreateTable(t).compile(dialect=dialect)) for t in tables]
     out += [str(sa.schema.CreateIndex(i).compile(dialect=dialect))
             for t in tables for i in sorted(t.indexes, key=lambda i: str(i.name))]
@@ -47,14 +71,22 @@ def _create(tables: Sequence[sa.Table], dialect: Dialect) -> list[str]:
 
 
 def _create_v1(dialect: Dialect) -> list[str]:
+    from stm_plugins.sqlalchemy_storage.schema import V1_TABLES
+
     return _create(V1_TABLES, dialect)
 
 
 def _v2_history_and_cache_policy(dialect: Dialect) -> list[str]:
+    from stm_plugins.sqlalchemy_storage.schema import V2_TABLES, server_settings
+
     column = server_settings.c.cache_policy
     add = (f"ALTER TABLE {server_settings.name} ADD COLUMN {column.name} "
            f"{column.type.compile(dialect=dialect)}")
     return [add, *_create(V2_TABLES, dialect)]
+
+
+def _v3_prompt_budget(dialect: Dialect) -> list[str]:
+    return ["ALTER TABLE stm_server_settings ADD COLUMN prompt_budget_tokens INTEGER"]
 
 
 MIGRATIONS: tuple[MigrationStep, ...] = (
@@ -62,10 +94,28 @@ MIGRATIONS: tuple[MigrationStep, ...] = (
                   statements=_create_v1),
     MigrationStep(version=2, description="memory revisions (undo), per-server cache policy",
                   statements=_v2_history_and_cache_policy),
+    MigrationStep(version=3, description="a server's prompt budget",
+                  statements=_v3_prompt_budget),
 )
 
 
+#: How many versions newer than itself a database may be for this code to keep
+#: working on it (when the steps in between only expand).
+COMPATIBILITY_WINDOW = 1
+#: The schema version this code creates and upgrades to.
+SCHEMA_VERSION = MIGRATIONS[-1].version
+#: The oldest schema this code writes to: it upgrades older ones on open, in
+#: one transaction under a lock, while older processes keep running.
+OLDEST_WRITABLE_SCHEMA = SCHEMA_VERSION
+#: The newest schema this code reads and writes safely (its expand window).
+NEWEST_USABLE_SCHEMA = SCHEMA_VERSION + COMPATIBILITY_WINDOW
+
+
 def version_table_ddl(dialect: Dialect) -> str:
+    import sqlalchemy as sa
+
+    from stm_plugins.sqlalchemy_storage.schema import schema_version
+
     return str(sa.schema.CreateTable(schema_version, if_not_exists=True).compile(dialect=dialect))
 
 
@@ -84,13 +134,54 @@ def check_steps(steps: Sequence[MigrationStep]) -> None:
 def pending_steps(current: int | None, steps: Sequence[MigrationStep]) -> list[MigrationStep]:
     """Steps a database at ``current`` (None: no schema yet) still needs.
 
-    A database newer than this code is refused: running old code on it could
-    write rows the newer schema does not expect.
+    A database newer than this code needs none while it is within the
+    compatibility window (see the module's docstring); further ahead it is
+    refused: this code could write rows the newer schema does not expect.
     """
     latest = latest_version(steps)
     have = current or 0
-    if have > latest:
+    if have > latest + COMPATIBILITY_WINDOW:
         raise ConfigurationError(
             f"the database schema is version {have} but this version of stm knows versions "
-            f"up to {latest}; upgrade stm (refusing to touch a newer schema)")
+            f"up to {latest} and works on at most {latest + COMPATIBILITY_WINDOW}; "
+            f"upgrade stm (refusing to touch a schema this far ahead)")
+    if have > latest:
+        log.warning("the database schema is version %d, newer than this stm (%d): working "
+                    "within the compatibility window; upgrade stm soon", have, latest)
     return [s for s in steps if s.version > have]
+
+
+@attrs.frozen(kw_only=True)
+class UpgradeCheck:
+    """What ``stm db upgrade`` would do to a database, and whom it would affect."""
+
+    #: The database's version (None: no schema yet) and this code's.
+    database_version: int | None
+    code_version: int
+    #: Versions of the steps it would apply.
+    pending: tuple[int, ...]
+    #: The oldest code version that keeps working on the result (None: any).
+    oldest_code_after: int | None
+    #: Whether processes now running (code of ``database_version``) keep working.
+    running_processes_affected: bool
+    #: Whether this code can open the database at all (within its window).
+    usable: bool
+
+
+def check_upgrade(current: int | None, steps: Sequence[MigrationStep]) -> UpgradeCheck:
+    """Whether upgrading a database at ``current`` affects the processes on it.
+
+    Processes run code of at least the database's version (older code was
+    refused by it). They keep working through the upgrade when the steps only
+    expand and the result is within their window.
+    """
+    latest = latest_version(steps)
+    have = current or 0
+    usable = have <= latest + COMPATIBILITY_WINDOW
+    pending = tuple(s.version for s in steps if s.version > have) if usable else ()
+    contracted = [s.version - 1 for s in steps if s.contracts and s.version > have]
+    oldest = max([latest - COMPATIBILITY_WINDOW, *contracted]) if pending else None
+    affected = current is not None and oldest is not None and have < oldest
+    return UpgradeCheck(database_version=current, code_version=latest, pending=pending,
+                        oldest_code_after=oldest, running_processes_affected=affected,
+                        usable=usable)

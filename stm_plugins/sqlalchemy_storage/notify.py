@@ -16,6 +16,7 @@ COMMIT and drops it on rollback. The payload is compact JSON::
     {"o": ..., "u": [user ids]}          preferences changed
     {"o": ..., "p": <cutoff ms>}         the janitor purged older rows
     {"o": ..., "x": 1}                   too much to name: drop everything
+    {"o": ..., "c": "<token>"}           a listener's delivery self-check (ignored)
 
 PostgreSQL refuses payloads of 8000 bytes or more, so a longer one is sent as
 ``"x"`` instead.
@@ -28,7 +29,8 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -92,6 +94,8 @@ def decode_notice(payload: str) -> ChangeNotice | None:
     try:
         data = json.loads(payload)
         origin = str(data["o"])
+        if "c" in data:  # another store's delivery self-check: nothing changed
+            return None
         if data.get("x"):
             return ChangeNotice(origin=origin, everything=True)
         keys = tuple(MemoryKey(scope_kind=k[0], server_id=k[1], user_id=k[2], channel_id=k[3],
@@ -109,8 +113,30 @@ def decode_notice(payload: str) -> ChangeNotice | None:
 class PgSubscription:
     """A dedicated connection (outside the pool) that LISTENs on the channel."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, heard_checks: dict[str, asyncio.Event]) -> None:
         self._conn = conn
+        self._heard_checks = heard_checks
+        #: Whether a self-check notice came back (see :meth:`hears`); ``None``
+        #: until checked.
+        self.delivers_notices: bool | None = None
+
+    async def hears(self, send: Callable[[str], Awaitable[None]], origin: str,
+                    timeout_s: float) -> bool:
+        """Whether a notice sent by ``send`` (on the statement connections)
+        reaches this connection within ``timeout_s``. Behind a transaction
+        pooler it does not: the LISTEN ran on a server connection that went
+        back to the pool."""
+        token = uuid.uuid4().hex
+        heard = self._heard_checks[token] = asyncio.Event()
+        try:
+            await send(notice_payload(origin, c=token))
+            await asyncio.wait_for(heard.wait(), timeout_s)
+            self.delivers_notices = True
+        except TimeoutError:
+            self.delivers_notices = False
+        finally:
+            self._heard_checks.pop(token, None)
+        return self.delivers_notices
 
     @property
     def backend_pid(self) -> int:
@@ -133,8 +159,14 @@ async def subscribe(connect: Callable[[], Any], channel: str,
                     on_notice: Callable[[ChangeNotice], None],
                     on_lost: Callable[[], None]) -> PgSubscription:
     conn = await connect()
+    heard_checks: dict[str, asyncio.Event] = {}
 
     def listener(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+        check = _self_check_token(payload)
+        if check is not None:
+            if check in heard_checks:
+                heard_checks[check].set()
+            return
         notice = decode_notice(payload)
         if notice is not None:
             on_notice(notice)
@@ -145,4 +177,14 @@ async def subscribe(connect: Callable[[], Any], channel: str,
         conn.terminate()
         raise
     conn.add_termination_listener(lambda _conn: on_lost())
-    return PgSubscription(conn)
+    return PgSubscription(conn, heard_checks)
+
+
+def _self_check_token(payload: str) -> str | None:
+    if '"c":' not in payload:  # cheap test first: notices are many, checks rare
+        return None
+    try:
+        token = json.loads(payload).get("c")
+    except (ValueError, AttributeError):
+        return None
+    return token if isinstance(token, str) else None

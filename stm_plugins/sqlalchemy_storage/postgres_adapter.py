@@ -15,6 +15,15 @@ changed (``NOTIFY``, in the same statement; see :mod:`.notify`) and
 Connecting and every statement are bounded by ``db_timeout_seconds``, so a
 database that stops answering fails a call instead of hanging it; the pool
 replaces broken connections by itself once the database is back.
+
+Statements keep no session state, so they run through a pooler in transaction
+mode (PgBouncer ``pool_mode = transaction``): each call is one statement or
+one transaction, the schema lock is transaction-scoped, and prepared
+statements are either off (``?statement_cache_size=0``) or tracked by the
+pooler (PgBouncer 1.21+ ``max_prepared_statements``). LISTEN needs a session,
+so ``listen_url`` (``STM_LISTEN_URL``) can point the listening connection
+straight at the database; a listener that does not hear its own test notice
+is reported (see :mod:`stm_core.invalidation`).
 """
 
 from __future__ import annotations
@@ -28,16 +37,16 @@ from typing import Any
 import asyncpg
 import sqlalchemy as sa
 
-from stm_core.errors import StorageError
+from stm_core.errors import ConfigurationError, StorageError
 from stm_core.settings import Settings
 from stm_core.storage.records import ChangeNotice, SchemaStatus
 from stm_plugins.sqlalchemy_storage import migrations as mig
 from stm_plugins.sqlalchemy_storage import notify
 from stm_plugins.sqlalchemy_storage import statements as st
 from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, Step, Want
-from stm_plugins.sqlalchemy_storage.compiled import POSTGRES_DIALECT, compile_statement
+from stm_plugins.sqlalchemy_storage.compiled import compile_statement, dialect_named
 from stm_plugins.sqlalchemy_storage.schema import schema_version
-from stm_plugins.sqlalchemy_storage.urls import PostgresTarget
+from stm_plugins.sqlalchemy_storage.urls import PostgresTarget, parse_postgres_url
 
 POOL_MIN = 1
 POOL_MAX = 10
@@ -46,20 +55,26 @@ MAX_JOINED_UPSERTS = 8
 
 _DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
 log = logging.getLogger("stm.storage.postgres")
+#: What a transaction pooler does to asyncpg's cached (named) statements.
+_NAMED_STATEMENT_ERRORS = (asyncpg.InvalidSQLStatementNameError,
+                           asyncpg.DuplicatePreparedStatementError)
 
 _VERSION_TABLE_EXISTS = f"SELECT to_regclass('{schema_version.name}') IS NOT NULL"
+POSTGRES_DIALECT = dialect_named("postgresql")
 _MAX_VERSION = compile_statement(sa.select(sa.func.max(schema_version.c.version)),
                                  POSTGRES_DIALECT).sql
 _ADD_VERSION = compile_statement(sa.insert(schema_version).values(
     version=sa.bindparam("version", type_=sa.Integer),
     applied_at_ms=sa.bindparam("applied_at_ms", type_=sa.BigInteger)), POSTGRES_DIALECT).sql
-# A session lock taken before the first look at the schema and held until
-# every step is done: each opener then reads the version only after the
-# previous holder committed. (A lock taken inside the step's transaction was
-# not enough: the version read inside it could still miss tables another
-# process had just created, and CREATE TABLE then failed with "already exists".)
-_SETUP_LOCK = "SELECT pg_advisory_lock(hashtext($1))"
-_SETUP_UNLOCK = "SELECT pg_advisory_unlock(hashtext($1))"
+# Taken first in the one transaction that reads the version and applies every
+# step, held to its commit: each opener reads the version only after the
+# previous holder committed (every statement after the lock sees a fresh
+# snapshot under READ COMMITTED). Transaction-scoped, so a pooler in
+# transaction mode cannot strand it on a server connection, as it would a
+# session lock (pg_advisory_lock) whose unlock ran on another one.
+_SETUP_LOCK = "SELECT pg_advisory_xact_lock(hashtext($1))"
+#: Longest wait for a listener's own test notice to come back.
+DELIVERY_CHECK_TIMEOUT_S = 2.0
 
 
 async def _run_step(conn: Any, step: Step) -> Any:
@@ -104,7 +119,7 @@ class PostgresAdapter(SqlStorageAdapter):
     def __init__(self, target: PostgresTarget, settings: Settings | None = None, *,
                  migrations: Sequence[mig.MigrationStep] = mig.MIGRATIONS,
                  pool_max: int = POOL_MAX) -> None:
-        super().__init__(settings=settings or Settings(), dialect=POSTGRES_DIALECT,
+        super().__init__(settings=settings or Settings(),
                          migrations=migrations)
         self.target = target
         self._pool_max = pool_max
@@ -113,6 +128,17 @@ class PostgresAdapter(SqlStorageAdapter):
         self.instance_id = uuid.uuid4().hex
         self.channel = notify.channel_for(target.schema)
         self._timeout = self.settings.db_timeout_seconds
+        self.listen_target = self._listen_target(self.settings.listen_url)
+
+    def _listen_target(self, url: str | None) -> PostgresTarget:
+        if url is None:
+            return self.target
+        listen = parse_postgres_url(url)
+        if listen.schema not in (None, self.target.schema):
+            raise ConfigurationError(
+                f"the listen URL names schema {listen.schema!r} but statements use "
+                f"{self.target.schema!r}; leave ?schema= off the listen URL")
+        return listen
 
     @property
     def announces_changes(self) -> bool:
@@ -130,18 +156,33 @@ class PostgresAdapter(SqlStorageAdapter):
 
     async def subscribe(self, on_notice: Callable[[ChangeNotice], None],
                         on_lost: Callable[[], None]) -> notify.PgSubscription:
-        """Listen for other processes' change notices on a connection of its own."""
+        """Listen for other processes' change notices on a connection of its own
+        (to ``listen_url`` when set), then check that a notice sent through the
+        statement connections comes back (``delivers_notices``)."""
         self._ensure_open()
+        where = self.listen_target
 
         async def connect() -> Any:
-            return await asyncpg.connect(self.target.dsn, timeout=self._timeout,
-                                         server_settings=self._server_settings())
+            # No search_path: LISTEN and the check query need no schema.
+            return await asyncpg.connect(where.dsn, timeout=self._timeout,
+                                         statement_cache_size=where.statement_cache_size)
+
+        async def send(payload: str) -> None:
+            async with self._require_pool().acquire(timeout=self._timeout) as conn:
+                await conn.execute("SELECT pg_notify($1, $2)", self.channel, payload)
 
         try:
-            return await notify.subscribe(connect, self.channel, on_notice, on_lost)
+            subscription = await notify.subscribe(connect, self.channel, on_notice, on_lost)
         except _DRIVER_ERRORS as exc:
-            raise StorageError(
-                f"cannot listen on PostgreSQL {self.target.label}: {exc}") from exc
+            raise StorageError(f"cannot listen on PostgreSQL {where.label}: {exc}") from exc
+        try:
+            await subscription.hears(send, self.instance_id,
+                                     min(DELIVERY_CHECK_TIMEOUT_S, self._timeout))
+        except _DRIVER_ERRORS as exc:
+            await subscription.close()
+            raise StorageError(f"cannot check notice delivery on PostgreSQL "
+                               f"{where.label}: {exc}") from exc
+        return subscription
 
     # -- lifecycle ----------------------------------------------------------------------
     async def _connect_pool(self) -> Any:
@@ -162,46 +203,52 @@ class PostgresAdapter(SqlStorageAdapter):
         pool = await self._connect_pool()
         latest = mig.latest_version(self.migrations)
         try:
-            async with pool.acquire() as conn:
+            async with pool.acquire() as conn, conn.transaction():
                 await conn.execute(_SETUP_LOCK, self._setup_lock_key)
-                try:
-                    current = await _read_version(conn)
-                    found = current
-                    created = False
-                    for n, step in enumerate(mig.pending_steps(current, self.migrations)):
-                        before = await self._apply_step(conn, step)
-                        if n == 0:
-                            found = before
-                        if before is None or before < step.version:
-                            created = created or step.version == 1
-                finally:
-                    await conn.execute(_SETUP_UNLOCK, self._setup_lock_key)
+                await self._create_schema(conn)
+                await self._check_search_path(conn)
+                current = await _read_version(conn)
+                found = current
+                created = False
+                for step in mig.pending_steps(current, self.migrations):
+                    await self._apply_step(conn, step)
+                    created = created or step.version == 1
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: schema setup failed: "
                                f"{exc}") from exc
-        return SchemaStatus(from_version=found, to_version=latest, created=created)
+        return SchemaStatus(from_version=found, to_version=max(latest, found or 0),
+                            created=created)
 
     @property
     def _setup_lock_key(self) -> str:
         return f"stm-setup:{self.target.schema or ''}"
 
-    async def _apply_step(self, conn: Any, step: mig.MigrationStep) -> int | None:
-        """One transaction per step; the caller holds the setup lock."""
+    async def _create_schema(self, conn: Any) -> None:
+        # Only when missing: CREATE SCHEMA needs a privilege a deployment may not grant.
+        schema = self.target.schema
+        if schema and await conn.fetchval("SELECT to_regnamespace($1) IS NULL",
+                                          f'"{schema}"'):
+            await conn.execute(f'CREATE SCHEMA "{schema}"')
+
+    async def _check_search_path(self, conn: Any) -> None:
+        # The schema is selected by a search_path startup parameter, which a
+        # pooler may drop without a word: tables would then land elsewhere.
+        schema = self.target.schema
+        if schema and (found := await conn.fetchval("SELECT current_schema()")) != schema:
+            raise ConfigurationError(
+                f"PostgreSQL {self.target.label}: the connection works in schema {found!r}, "
+                f"not {schema!r}: a connection pooler did not pass the search_path on. "
+                f"Set it on the pooled database (PgBouncer: connect_query='SET search_path "
+                f"TO \"{schema}\"', or track_extra_parameters = search_path from 1.20; "
+                f"any pooler: ALTER ROLE ... SET search_path) (docs/deployment.md)")
+
+    async def _apply_step(self, conn: Any, step: mig.MigrationStep) -> None:
+        """One savepoint per step inside the setup transaction (which holds the lock)."""
         async with conn.transaction():
-            # Only when missing: CREATE SCHEMA needs a privilege a deployment may not grant.
-            schema = self.target.schema
-            if schema and await conn.fetchval("SELECT to_regnamespace($1) IS NULL",
-                                                  f'"{schema}"'):
-                await conn.execute(f'CREATE SCHEMA "{schema}"')
-            before = await _read_version(conn)
-            mig.pending_steps(before, self.migrations)  # refuses a newer schema
-            if before is not None and before >= step.version:
-                return before
             await conn.execute(mig.version_table_ddl(POSTGRES_DIALECT))
             for statement in step.statements(POSTGRES_DIALECT):
                 await conn.execute(statement)
             await conn.execute(_ADD_VERSION, step.version, time.time_ns() // 1_000_000)
-            return before
 
     async def aclose(self) -> None:
         self._closed = True
@@ -216,7 +263,7 @@ class PostgresAdapter(SqlStorageAdapter):
         return self._pool
 
     # -- running steps ----------------------------------------------------------------------
-    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
         try:
             async with pool.acquire(timeout=self._timeout) as conn:
@@ -225,9 +272,10 @@ class PostgresAdapter(SqlStorageAdapter):
                 async with conn.transaction(isolation="repeatable_read", readonly=True):
                     return [await _run_step(conn, s) for s in steps]
         except _DRIVER_ERRORS as exc:
-            raise StorageError(f"PostgreSQL {self.target.label}: read failed: {exc}") from exc
+            raise StorageError(f"PostgreSQL {self.target.label}: read failed: "
+                               f"{exc}{_pooler_hint(exc)}") from exc
 
-    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         pool = self._require_pool()
         try:
             async with pool.acquire(timeout=self._timeout) as conn:
@@ -236,7 +284,8 @@ class PostgresAdapter(SqlStorageAdapter):
                 async with conn.transaction():
                     return [await _run_step(conn, s) for s in steps]
         except _DRIVER_ERRORS as exc:
-            raise StorageError(f"PostgreSQL {self.target.label}: write failed: {exc}") from exc
+            raise StorageError(f"PostgreSQL {self.target.label}: write failed: "
+                               f"{exc}{_pooler_hint(exc)}") from exc
 
     async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
                            params: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -259,6 +308,14 @@ class PostgresAdapter(SqlStorageAdapter):
             except _DRIVER_ERRORS as exc:  # the rows are gone; others expire them later
                 log.warning("could not announce a janitor purge: %s", exc)
         return deleted
+
+
+def _pooler_hint(exc: BaseException) -> str:
+    """The fix, when a pooler in transaction mode broke asyncpg's named statements."""
+    if isinstance(exc, _NAMED_STATEMENT_ERRORS):
+        return (" (a connection pooler in transaction mode between stm and PostgreSQL? "
+                "add ?statement_cache_size=0 to the URL; see docs/deployment.md)")
+    return ""
 
 
 def _distinct_keys(params: Sequence[Mapping[str, Any]]) -> bool:

@@ -59,8 +59,8 @@ sa.Index("ix_stm_memories_user", memories.c.scope_kind, memories.c.user_id,
 # "Forget this channel" deletes.
 sa.Index("ix_stm_memories_channel", memories.c.channel_id)
 
-server_settings = sa.Table(
-    "stm_server_settings", metadata,
+def _server_settings_v1_columns() -> list[sa.Column[object]]:
+    return [
     sa.Column("server_id", sa.Text, primary_key=True),
     # NULL in any of these means "use the default".
     sa.Column("refresh_cadence", sa.Integer, nullable=True),
@@ -76,9 +76,20 @@ server_settings = sa.Table(
     sa.Column("privacy_bypass", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("updated_at_ms", sa.BigInteger, nullable=False),
     sa.Column("created_at_ms", sa.BigInteger, nullable=False),
-    # Version 2 (added last, as ALTER TABLE appends): NULL means "freshness".
+    ]
+
+
+server_settings = sa.Table(
+    "stm_server_settings", metadata, *_server_settings_v1_columns(),
+    # Later steps' columns come last, in step order, as ALTER TABLE appends them.
+    # Version 2: NULL means "freshness".
     sa.Column("cache_policy", sa.Text, nullable=True),
+    # Version 3: the server's prompt budget in tokens (NULL: the process setting).
+    sa.Column("prompt_budget_tokens", sa.Integer, nullable=True),
 )
+#: ``stm_server_settings`` as version 1 created it (kept for step 1).
+_server_settings_v1 = sa.Table("stm_server_settings", sa.MetaData(),
+                               *_server_settings_v1_columns())
 
 categories = sa.Table(
     "stm_categories", metadata,
@@ -129,22 +140,13 @@ SETTINGS_COLUMNS: tuple[sa.Column[object], ...] = tuple(server_settings.c[name] 
     "server_id", "refresh_cadence", "render_mode", "crude_message_count",
     "nudge_injection_depth", "content_injection_depth", "tool_description_override",
     "update_nudge_override", "stm_enabled", "private_channel_ids", "privacy_bypass",
-    "updated_at_ms", "cache_policy",
+    "updated_at_ms", "cache_policy", "prompt_budget_tokens",
 ))
 
 #: Column order of every revision a statement returns (see ``codec.revision_from_row``).
 REVISION_COLUMNS: tuple[sa.Column[object], ...] = tuple(memory_revisions.c[name] for name in (
     "rev", "summary", "categories", "author", "actor", "restored_from", "written_at_ms",
 ))
-
-# Version 1's settings table, frozen: step 1 must keep creating exactly this.
-_v1 = sa.MetaData()
-_server_settings_v1 = sa.Table(
-    "stm_server_settings", _v1,
-    *(sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable,
-                server_default=c.server_default)
-      for c in server_settings.columns if c.name != "cache_policy"),
-)
 
 #: Tables of schema version 1, in creation order.
 V1_TABLES: tuple[sa.Table, ...] = (memories, _server_settings_v1, categories, user_prefs)

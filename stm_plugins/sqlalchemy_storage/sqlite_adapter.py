@@ -29,15 +29,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
-
 from stm_core.errors import ConfigurationError
 from stm_core.settings import Settings
 from stm_core.storage.records import SchemaStatus
 from stm_plugins.sqlalchemy_storage import migrations as mig
 from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, Step, Want
-from stm_plugins.sqlalchemy_storage.compiled import SQLITE_DIALECT, compile_statement
-from stm_plugins.sqlalchemy_storage.schema import schema_version
+from stm_plugins.sqlalchemy_storage.compiled import dialect_named
+from stm_plugins.sqlalchemy_storage.sqlite_precompiled import (
+    ADD_VERSION,
+    HAS_VERSION_TABLE,
+    MAX_VERSION,
+    STATEMENTS,
+)
 from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker, is_busy
 from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
 
@@ -48,14 +51,6 @@ BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
 #: Writes between two looks at the WAL file's size.
 CHECKPOINT_CHECK_EVERY = 64
-
-_HAS_VERSION_TABLE = ("SELECT 1 FROM sqlite_master WHERE type = 'table' "
-                      f"AND name = '{schema_version.name}'")
-_MAX_VERSION = compile_statement(sa.select(sa.func.max(schema_version.c.version)),
-                                 SQLITE_DIALECT).sql
-_ADD_VERSION = compile_statement(sa.insert(schema_version).values(
-    version=sa.bindparam("version"), applied_at_ms=sa.bindparam("applied_at_ms")),
-    SQLITE_DIALECT).sql
 
 
 def run_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]:
@@ -96,9 +91,9 @@ def passive_checkpoint(conn: sqlite3.Connection, _: object = None) -> None:
 
 
 def read_version(conn: sqlite3.Connection, _: object = None) -> int | None:
-    if conn.execute(_HAS_VERSION_TABLE).fetchone() is None:
+    if conn.execute(HAS_VERSION_TABLE).fetchone() is None:
         return None
-    version: int | None = conn.execute(_MAX_VERSION).fetchone()[0]
+    version: int | None = conn.execute(MAX_VERSION).fetchone()[0]
     return version
 
 
@@ -128,7 +123,7 @@ class SqliteAdapter(SqlStorageAdapter):
     def __init__(self, target: SqliteTarget, settings: Settings | None = None, *,
                  migrations: Sequence[mig.MigrationStep] = mig.MIGRATIONS) -> None:
         settings = settings or Settings()
-        super().__init__(settings=settings, dialect=SQLITE_DIALECT, migrations=migrations)
+        super().__init__(settings=settings, precompiled=STATEMENTS, migrations=migrations)
         self.target = target
         self.synchronous = settings.sqlite_synchronous.upper()
         self.writer = SqliteWorker(name="stm-sqlite-writer", label=target.label,
@@ -182,18 +177,20 @@ class SqliteAdapter(SqlStorageAdapter):
                 found = before
             if before is None or before < step.version:
                 created = created or step.version == 1
-        return SchemaStatus(from_version=found, to_version=latest, created=created)
+        return SchemaStatus(from_version=found, to_version=max(latest, found or 0),
+                            created=created)
 
     def _apply_step(self, conn: sqlite3.Connection, step: mig.MigrationStep) -> int | None:
         """Runs inside the writer's ``BEGIN IMMEDIATE``: re-read, then apply once."""
         before = read_version(conn)
-        mig.pending_steps(before, self.migrations)  # refuses a newer schema
+        mig.pending_steps(before, self.migrations)  # refuses a schema beyond the window
         if before is not None and before >= step.version:
             return before
-        conn.execute(mig.version_table_ddl(SQLITE_DIALECT))
-        for statement in step.statements(SQLITE_DIALECT):
+        dialect = dialect_named(self.dialect_name)
+        conn.execute(mig.version_table_ddl(dialect))
+        for statement in step.statements(dialect):
             conn.execute(statement)
-        conn.execute(_ADD_VERSION, {"version": step.version,
+        conn.execute(ADD_VERSION, {"version": step.version,
                                     "applied_at_ms": time.time_ns() // 1_000_000})
         return before
 
@@ -206,10 +203,10 @@ class SqliteAdapter(SqlStorageAdapter):
             await self.reader.close()
 
     # -- running steps --------------------------------------------------------------------
-    async def _read(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         return await self._reads.run(run_read_steps, steps)
 
-    async def _write(self, steps: Sequence[Step]) -> list[Any]:
+    async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         result = await self.writer.run(run_steps, steps)
         self._writes_since_check += 1
         if self._writes_since_check >= CHECKPOINT_CHECK_EVERY:

@@ -29,10 +29,6 @@ from stm_plugins.sqlalchemy_storage.schema import (
     user_prefs,
 )
 
-#: Fields of a ``MemoryFilter``, in the order filters are keyed.
-FILTER_FIELDS: tuple[str, ...] = ("channel_id", "user_id", "server_id", "scope_kind",
-                                  "persona_id")
-
 _EMPTY_OBJECT = sa.literal_column("'{}'", sa.Text)
 _EMPTY_ARRAY = sa.literal_column("'[]'", sa.Text)
 _ZERO = sa.literal_column("0", sa.Integer)
@@ -43,7 +39,7 @@ _TYPES: dict[str, Any] = {
     "now": sa.BigInteger(), "crude_ttl": sa.BigInteger(), "summary_ttl": sa.BigInteger(),
     "cutoff": sa.BigInteger(), "since": sa.BigInteger(), "batch": sa.Integer(),
     "inc": sa.Integer(), "reset": sa.Integer(), "set_summary": sa.Integer(),
-    "set_categories": sa.Integer(), "clear_messages": sa.Integer(),
+    "set_categories": sa.Integer(), "clear_messages": sa.Integer(), "rev": sa.BigInteger(),
     "restored_from": sa.BigInteger(), "keep": sa.Integer(),
 }
 
@@ -179,10 +175,32 @@ def _filter(fields: Sequence[str]) -> list[ColumnElement[bool]]:
     return [memories.c[f] == b(f, memories.c[f]) for f in fields]
 
 
-def list_rows(dialect: str, fields: Sequence[str]) -> ClauseElement:
+def _key_order(dialect: str) -> list[ColumnElement[Any]]:
     # Byte order on both backends, like Python's str ordering.
-    order = [c.collate("C") if dialect == "postgresql" else c for c in KEY_COLUMNS]
-    return sa.select(*MEMORY_COLUMNS).where(*_filter(fields)).order_by(*order)
+    return [c.collate("C") if dialect == "postgresql" else c for c in KEY_COLUMNS]
+
+
+def list_rows(dialect: str, fields: Sequence[str]) -> ClauseElement:
+    return sa.select(*MEMORY_COLUMNS).where(*_filter(fields)).order_by(*_key_order(dialect))
+
+
+def rows_with_author(dialect: str) -> ClauseElement:
+    """Rows whose stored lines may hold one by an author (``pattern`` from
+    ``codec.author_pattern``; the caller checks the decoded lines)."""
+    b = _Binds()
+    return (sa.select(*MEMORY_COLUMNS)
+            .where(memories.c.messages.like(b("pattern"), escape="\\"))
+            .order_by(*_key_order(dialect)))
+
+
+def replace_messages() -> ClauseElement:
+    """New lines for one row, only if nobody wrote it since it was read (``rev``)."""
+    b = _Binds()
+    m = memories.c
+    return (sa.update(memories)
+            .where(*(c == b(c.name, c) for c in KEY_COLUMNS), m.rev == b("rev"))
+            .values(messages=b("messages", m.messages), rev=m.rev + _ONE)
+            .returning(*MEMORY_COLUMNS))
 
 
 def delete_rows(fields: Sequence[str]) -> ClauseElement:
@@ -246,6 +264,20 @@ def revision_rows() -> ClauseElement:
     r = memory_revisions.c
     return (sa.select(*REVISION_COLUMNS).where(r.memory_id == _row_id())
             .order_by(r.rev.desc()))
+
+
+def count_older() -> ClauseElement:
+    b = _Binds()
+    return (sa.select(sa.func.count()).select_from(memories)
+            .where(memories.c.updated_at_ms < b("cutoff")))
+
+
+def server_ids() -> ClauseElement:
+    """Servers with settings or server-scope rows (DM rows have no server)."""
+    m = memories.c
+    with_rows = sa.select(m.server_id).where(
+        m.scope_kind == sa.literal_column("'server'", sa.Text))
+    return sa.union(sa.select(server_settings.c.server_id), with_rows)
 
 
 # -- server settings and categories ---------------------------------------------------
@@ -367,3 +399,9 @@ def prefs_upsert(dialect: str) -> ClauseElement:
         set_={"crossserver_opt_in": new.crossserver_opt_in,
               "updated_at_ms": new.updated_at_ms},
     ).returning(p.user_id, p.crossserver_opt_in)
+
+
+def prefs_delete() -> ClauseElement:
+    b = _Binds()
+    p = user_prefs.c
+    return sa.delete(user_prefs).where(p.user_id == b("user_id", p.user_id)).returning(p.user_id)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from stm_core.admin import param_label
+from stm_core.admin.params import PARAM_NAMES
 from stm_core.errors import ValidationError
 from stm_core.store import Stm
 
@@ -20,8 +21,9 @@ async def test_show_fills_defaults_and_names_them(stm: Stm) -> None:
         5, "crude_summary", stm.settings.default_crude_message_count, 2, -1)
     assert params.defaults == {"refresh_cadence", "render_mode", "crude_message_count",
                                "nudge_injection_depth", "content_injection_depth",
-                               "cache_policy"}
+                               "cache_policy", "prompt_budget_tokens"}
     assert params.cache_policy == "freshness"
+    assert params.prompt_budget_tokens == stm.settings.prompt_budget_tokens == 2000
     assert params.labels["content_injection_depth"] == "anchored (default)"
     # Showing writes nothing.
     stored = await stm.adapter.load_server_settings(SERVER)
@@ -34,7 +36,8 @@ async def test_set_subset_keeps_the_rest_and_refreshes_the_cache(stm: Stm) -> No
                                                render_mode="supersede")
     assert params.refresh_cadence == 1 and params.render_mode == "supersede"
     assert params.defaults == {"crude_message_count", "nudge_injection_depth",
-                               "content_injection_depth", "cache_policy"}
+                               "content_injection_depth", "cache_policy",
+                               "prompt_budget_tokens"}
     assert params.labels["refresh_cadence"] == "every turn"
 
     params = await stm.admin.set_server_params(SERVER, crude_message_count=10,
@@ -77,6 +80,10 @@ async def test_range_edges_are_accepted(stm: Stm) -> None:
     ({"cache_policy": ""}, "cache_policy"),
     ({"cache_policy": 1}, "cache_policy"),
     ({"cache_policy": ["stable"]}, "cache_policy"),
+    ({"prompt_budget_tokens": -1}, "prompt_budget_tokens"),
+    ({"prompt_budget_tokens": 1_000_001}, "prompt_budget_tokens"),
+    ({"prompt_budget_tokens": 2.5}, "prompt_budget_tokens"),
+    ({"prompt_budget_tokens": "800"}, "prompt_budget_tokens"),
     ({"refresh_cadence": True}, "refresh_cadence"),
     ({"refresh_cadence": "5"}, "refresh_cadence"),
     # A good value beside a bad one: nothing at all is written.
@@ -102,7 +109,7 @@ async def test_reset_returns_to_defaults(stm: Stm) -> None:
     params = await stm.admin.reset_server_params(SERVER, names=["refresh_cadence"])
     assert params.refresh_cadence == 5 and params.nudge_injection_depth == 4
     params = await stm.admin.reset_server_params(SERVER)
-    assert params.nudge_injection_depth == 2 and len(params.defaults) == 6
+    assert params.nudge_injection_depth == 2 and params.defaults == set(PARAM_NAMES)
     with pytest.raises(ValidationError):
         await stm.admin.reset_server_params(SERVER, names=["cadence"])
 

@@ -43,6 +43,7 @@ COMMANDS = {
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_unreadable_input_files_exit_2_with_one_line(stm_cli: RunStm, tmp_path: Path,
                                                      command: str) -> None:
+    ok(stm_cli("db", "upgrade"))  # a database to check that nothing reached it
     for name, (path, says) in bad_files(tmp_path).items():
         if name.startswith("deep") and command not in {"config import", "context --dialogue"}:
             continue  # a text (not JSON) input: depth means nothing
@@ -57,6 +58,7 @@ def test_unreadable_input_files_exit_2_with_one_line(stm_cli: RunStm, tmp_path: 
 def test_export_to_a_missing_folder_exits_2_with_one_line(stm_cli: RunStm,
                                                           tmp_path: Path) -> None:
     target = tmp_path / "no-such-folder" / "server.json"
+    ok(stm_cli("db", "upgrade"))
     line = refused(stm_cli("config", "export", "g1", "-o", str(target)))
     assert "does not exist" in line and str(target.parent) in line
     assert not any(word in line for word in EXCEPTION_NAMES), line
@@ -65,6 +67,7 @@ def test_export_to_a_missing_folder_exits_2_with_one_line(stm_cli: RunStm,
 
 
 def test_json_just_within_the_depth_limit_is_read(stm_cli: RunStm, tmp_path: Path) -> None:
+    ok(stm_cli("db", "upgrade"))
     dialogue = tmp_path / "dialogue.json"
     dialogue.write_text('[{"role": "user", "content": "hi", "x": ' + "[" * 60 + "]" * 60 + "}]")
     ok(stm_cli("context", "--server", "g1", "--channel", "c1", "--user", "u1",

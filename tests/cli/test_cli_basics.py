@@ -69,6 +69,7 @@ def test_group_help_and_registered_external_commands(stm_raw: RunStm) -> None:
 
 def test_default_database_location_is_announced_on_stderr(stm_raw: RunStm,
                                                           tmp_path: Path) -> None:
+    ok(stm_raw("db", "upgrade"))
     result = ok(stm_raw("--json", "db", "info"))
     default = tmp_path / "xdg" / "stm" / "stm.db"
     assert str(default) in result.stderr
@@ -78,6 +79,7 @@ def test_default_database_location_is_announced_on_stderr(stm_raw: RunStm,
 
 def test_database_url_from_the_environment(stm_raw: RunStm, tmp_path: Path) -> None:
     target = tmp_path / "from-env.db"
+    ok(stm_raw("db", "upgrade", env={"STM_DATABASE_URL": f"sqlite+aiosqlite:///{target}"}))
     result = ok(stm_raw("--json", "db", "info",
                         env={"STM_DATABASE_URL": f"sqlite+aiosqlite:///{target}"}))
     assert result.stderr == ""

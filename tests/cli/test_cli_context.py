@@ -23,11 +23,12 @@ async def bump_counter(url: str, by: int) -> None:
 
 
 async def test_categories_reach_schema_then_nudge(stm_cli: RunStm, db_arg: str) -> None:
+    ok(stm_cli("db", "upgrade"))
     before = ok(stm_cli("--json", "context", *TURN)).json()
     assert before["tool_schema"]["mode"] == "summary"
     assert before["nudge"] is None and before["memory_items"] == []
 
-    ok(stm_cli("server", "categories", "set", "g1", "--line", "Goals: where we go",
+    ok(stm_cli("server", "categories", "set", "g1", "--yes", "--line", "Goals: where we go",
                "--line", "HP/MP: health and mana"))
     ctx = ok(stm_cli("--json", "context", *TURN)).json()
     schema = ctx["tool_schema"]
@@ -69,6 +70,7 @@ async def test_no_tools_and_provider_gates(stm_cli: RunStm, db_arg: str) -> None
 
 
 def test_dialogue_file(stm_cli: RunStm, tmp_path: Path) -> None:
+    ok(stm_cli("db", "upgrade"))
     dialogue = tmp_path / "chat.json"
     dialogue.write_text(json.dumps([{"role": "user", "content": "only turn"}]),
                         encoding="utf-8")

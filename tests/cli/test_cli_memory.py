@@ -40,7 +40,7 @@ def test_memory_edit_view_list_in_a_guild(stm_cli: RunStm) -> None:
 
 
 def test_memory_edit_categories_and_truncation_note(stm_cli: RunStm) -> None:
-    ok(stm_cli("server", "categories", "set", "g1", "--line", "Goals: g", "--line",
+    ok(stm_cli("server", "categories", "set", "g1", "--yes", "--line", "Goals: g", "--line",
                "HP/MP: h"))
     result = ok(stm_cli("memory", "edit", "--server", "g1", "--channel", "c1", "--persona",
                         "p1", "--field", "HP/MP=12/30", "--field", "goals=" + "x" * 1600))
@@ -69,14 +69,15 @@ def test_clear_channel_and_user(stm_cli: RunStm) -> None:
         ok(stm_cli("memory", "edit", "--server", "g1", "--channel", "c1", "--persona", persona,
                    "--user", "u1", "--summary", "s"))
     ok(stm_cli("memory", "edit", "--dm", "--user", "u1", "--channel", "d1", "--summary", "d"))
-    user = ok(stm_cli("--json", "user", "clear", "u1")).json()
+    user = ok(stm_cli("--json", "user", "clear", "u1", "--yes")).json()
     assert user["removed"] == 3 and {k["scope_kind"] for k in user["keys"]} == {"user"}
-    channel = ok(stm_cli("memory", "clear-channel", "c1"))
+    channel = ok(stm_cli("memory", "clear-channel", "c1", "--yes"))
     assert "Removed 2 memory rows of channel c1" in channel.stdout
     assert ok(stm_cli("--json", "db", "info")).json()["memory_rows"] == 0
 
 
 def test_user_opt_in(stm_cli: RunStm) -> None:
+    ok(stm_cli("db", "upgrade"))
     assert not ok(stm_cli("--json", "user", "opt-in", "show", "u1")).json()["crossserver_opt_in"]
     on = ok(stm_cli("user", "opt-in", "on", "u1"))
     assert "on" in on.stdout
@@ -93,23 +94,23 @@ async def test_janitor_removes_old_rows(stm_cli: RunStm, db_arg: str) -> None:
                clock=ManualClock(old))
     await seed(db_arg, [MemoryWrite(key=MemoryKey.server("g1", "fresh", None), now_ms=now,
                                     set_summary=True, summary="new")])
-    result = ok(stm_cli("--json", "janitor"))
-    assert result.json() == {"removed": 3, "retention_days": 90.0}
+    result = ok(stm_cli("--json", "janitor", "--yes"))
+    assert result.json() == {"removed": 3, "retention_days": 90.0, "dry_run": False}
     assert ok(stm_cli("--json", "db", "info")).json()["memory_rows"] == 1
-    again = ok(stm_cli("janitor"))
+    again = ok(stm_cli("janitor", "--yes"))
     assert "Removed 0 memory rows" in again.stdout
 
 
 def test_config_export_import_round_trip(stm_cli: RunStm, tmp_path: Path) -> None:
     ok(stm_cli("server", "params", "set", "g1", "--cadence", "3"))
-    ok(stm_cli("server", "categories", "set", "g1", "--line", "Goals: g"))
+    ok(stm_cli("server", "categories", "set", "g1", "--yes", "--line", "Goals: g"))
     ok(stm_cli("server", "privacy", "set", "g1", "c9"))
     out = tmp_path / "g1.json"
     ok(stm_cli("config", "export", "g1", "-o", str(out)))
     exported = json.loads(out.read_text(encoding="utf-8"))
     assert exported["params"]["refresh_cadence"] == 3
 
-    ok(stm_cli("config", "import", "g2", str(out)))
+    ok(stm_cli("config", "import", "g2", str(out), "--yes"))
     again = ok(stm_cli("config", "export", "g2")).json()
     assert {k: v for k, v in again.items() if k != "server_id"} == {
         k: v for k, v in exported.items() if k != "server_id"}

@@ -8,6 +8,7 @@ from .conftest import RunStm, ok, refused
 
 
 def test_params_show_set_reset(stm_cli: RunStm) -> None:
+    ok(stm_cli("db", "upgrade"))
     shown = ok(stm_cli("--json", "server", "params", "show", "g1")).json()
     assert shown["refresh_cadence"] == 5 and shown["render_mode"] == "crude_summary"
     assert shown["labels"]["content_injection_depth"] == "anchored (default)"
@@ -15,14 +16,15 @@ def test_params_show_set_reset(stm_cli: RunStm) -> None:
     human = ok(stm_cli("server", "params", "set", "g1", "--cadence", "1",
                        "--render-mode", "supersede", "--nudge-depth", "0",
                        "--crude-messages", "4", "--content-depth", "3",
-                       "--cache-policy", "stable"))
+                       "--cache-policy", "stable", "--budget", "800"))
     assert "every turn" in human.stdout and "tail" in human.stdout
+    assert "800 tokens" in human.stdout
 
     shown = ok(stm_cli("server", "params", "show", "g1", "--json")).json()
     assert (shown["refresh_cadence"], shown["render_mode"], shown["nudge_injection_depth"],
             shown["crude_message_count"], shown["content_injection_depth"],
             shown["cache_policy"]) == (1, "supersede", 0, 4, 3, "stable")
-    assert shown["defaults"] == []
+    assert shown["defaults"] == [] and shown["prompt_budget_tokens"] == 800
 
     reset = ok(stm_cli("--json", "server", "params", "reset", "g1", "--only",
                        "refresh_cadence")).json()
@@ -37,8 +39,10 @@ def test_params_refusals(stm_cli: RunStm) -> None:
     assert "server_id" in refused(stm_cli("server", "params", "show", "has space"))
     assert "cache-policy" in refused(stm_cli("server", "params", "set", "g1",
                                              "--cache-policy", "warm"))
+    assert "prompt_budget_tokens" in refused(
+        stm_cli("server", "params", "set", "g1", "--budget", "-5"))
     shown = ok(stm_cli("--json", "server", "params", "show", "g1")).json()
-    assert len(shown["defaults"]) == 6, "nothing was written"
+    assert len(shown["defaults"]) == 7, "nothing was written"
 
 
 def test_prompts_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:
@@ -62,25 +66,25 @@ def test_prompts_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:
 
 
 def test_categories_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:
-    result = ok(stm_cli("--json", "server", "categories", "set", "g1",
+    result = ok(stm_cli("--json", "server", "categories", "set", "g1", "--yes",
                         "--line", "Goals: where we go", "--line", "HP/MP: health")).json()
     assert result["mode"] == "category"
     assert [c["slug"] for c in result["categories"]] == ["goals", "hp_mp"]
 
     lines = tmp_path / "categories.txt"
     lines.write_text("Mood: how it feels\n\nThreats: what hunts us\n", encoding="utf-8")
-    ok(stm_cli("server", "categories", "set", "g1", "--file", str(lines)))
+    ok(stm_cli("server", "categories", "set", "g1", "--yes", "--file", str(lines)))
     human = ok(stm_cli("server", "categories", "show", "g1"))
     assert "Threats" in human.stdout and "threats" in human.stdout
     assert "Goals" not in human.stdout
 
-    assert "duplicate" in refused(stm_cli("server", "categories", "set", "g1",
+    assert "duplicate" in refused(stm_cli("server", "categories", "set", "g1", "--yes",
                                           "--line", "A: x", "--line", "a: y"))
-    assert "invalid format" in refused(stm_cli("server", "categories", "set", "g1",
+    assert "invalid format" in refused(stm_cli("server", "categories", "set", "g1", "--yes",
                                                "--line", "no colon"))
     assert "Threats" in ok(stm_cli("server", "categories", "show", "g1")).stdout
 
-    reset = ok(stm_cli("--json", "server", "categories", "reset", "g1")).json()
+    reset = ok(stm_cli("--json", "server", "categories", "reset", "g1", "--yes")).json()
     assert reset["is_default"] and reset["categories"][0]["label"] == "summary"
 
 
@@ -101,6 +105,7 @@ def test_privacy(stm_cli: RunStm) -> None:
 
 
 def test_capability(stm_cli: RunStm) -> None:
+    ok(stm_cli("db", "upgrade"))
     shown = ok(stm_cli("--json", "server", "capability", "show", "g1")).json()
     assert shown == {"server_id": "g1", "stm_enabled": True, "is_default": True}
     off = ok(stm_cli("server", "capability", "off", "g1"))

@@ -69,3 +69,20 @@ def test_installed_stm_demo_json_runs(tmp_path: Path) -> None:
     doc = json.loads(completed.stdout)
     assert doc["turns"] and doc["summary"]["leaks"] == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_budget_option_holds_every_turn(sqlite_url: str) -> None:
+    result = CliRunner().invoke(demo, ["--db", sqlite_url, "--json", "--budget", "120"])
+    assert result.exit_code == 0, result.stderr
+    turns = json.loads(result.stdout)["turns"]
+    assert {t["budget_tokens"] for t in turns} == {120}
+    assert all(t["memory_tokens"] <= 120 or not t["memory_items"] for t in turns)
+    shown = CliRunner().invoke(demo, ["--db", sqlite_url, "--turns", "8", "--budget", "120"])
+    assert shown.exit_code == 0, shown.stderr
+    assert "of 120 tokens of the prompt budget" in shown.stdout
+
+
+def test_a_negative_budget_is_a_usage_error() -> None:
+    result = CliRunner().invoke(demo, ["--budget", "-1"])
+    assert result.exit_code == 2
+    assert "--budget" in result.stderr and "Traceback" not in result.stderr

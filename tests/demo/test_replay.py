@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import attrs
@@ -9,7 +10,7 @@ import attrs
 from stm_core.demo.results import DemoResult, TurnRecord
 from stm_core.demo.runner import TEMPORARY_DATABASE, run_demo
 from stm_core.demo.transcript import Transcript
-from stm_core.settings import DEFAULT_REFRESH_CADENCE
+from stm_core.settings import DEFAULT_REFRESH_CADENCE, Settings
 from stm_core.slugs import slugify
 
 
@@ -61,6 +62,7 @@ def test_summary_mode_channel_is_nudged_on_its_sixth_bot_turn_too(
 def test_a_tool_call_resets_the_counter(replayed: DemoResult) -> None:
     called = [r for r in replayed.turns if r.tool_call is not None]
     assert len(called) == 3
+    followed = 0
     for record in called:
         assert record.tool_call is not None and record.tool_call.ok, record.tool_call
         assert record.counter_before == DEFAULT_REFRESH_CADENCE
@@ -69,15 +71,18 @@ def test_a_tool_call_resets_the_counter(replayed: DemoResult) -> None:
         later = [r for r in in_channel(replayed, record.where.channel_name)
                  if r.number > record.number]
         if later:
+            followed += 1
             assert later[0].counter_before == 1
             assert later[0].nudge is None
+    assert followed >= 2, "the transcript goes on after most tool calls"
 
 
 def test_the_model_is_nudged_only_where_the_tool_is_offered(replayed: DemoResult) -> None:
-    for record in replayed.turns:
-        if record.nudge is not None:
-            assert record.tool_offered
-            assert record.tool_call is not None
+    nudged = [r for r in replayed.turns if r.nudge is not None]
+    assert len(nudged) == 3
+    for record in nudged:
+        assert record.tool_offered
+        assert record.tool_call is not None
 
 
 def test_written_memory_shows_up_in_the_channel_on_the_next_turn(
@@ -97,7 +102,9 @@ def test_category_mode_tool_schema_has_one_property_per_slug(
         replayed: DemoResult, transcript: Transcript) -> None:
     slugs = tuple(slugify(c.label) for c in transcript.servers["emberfall"].categories)
     assert slugs == ("goals", "party_status", "open_threads")
-    for record in in_channel(replayed, "campaign"):
+    campaign = in_channel(replayed, "campaign")
+    assert len(campaign) >= 11
+    for record in campaign:
         assert record.tool_properties == slugs
         assert record.tool_schema is not None
         parameters = record.tool_schema["function"]["parameters"]
@@ -109,7 +116,9 @@ def test_category_mode_tool_schema_has_one_property_per_slug(
 
 def test_summary_mode_server_offers_a_single_summary_argument(replayed: DemoResult) -> None:
     for name in ("table-talk", "scheduling"):
-        for record in in_channel(replayed, name):
+        turns = in_channel(replayed, name)
+        assert turns, name
+        for record in turns:
             assert record.tool_properties == ("summary",)
 
 
@@ -134,9 +143,10 @@ def test_private_channel_and_thread_content_never_reach_a_public_context(
 def test_dm_content_never_reaches_a_server(replayed: DemoResult,
                                             transcript: Transcript) -> None:
     dm_lines = lines_of(transcript, {"dm-mira"})
-    for record in replayed.turns:
-        if record.where.server_id is None:
-            continue
+    assert dm_lines
+    in_servers = [r for r in replayed.turns if r.where.server_id is not None]
+    assert in_servers and any(shown_to_model(r) for r in in_servers)
+    for record in in_servers:
         for text in shown_to_model(record):
             assert not any(line in text for line in dm_lines), record.number
 
@@ -159,9 +169,10 @@ def test_novelai_turns_get_memory_items_but_no_tool_and_no_nudge(
 
 def test_personas_only_remember_their_own_lineage(replayed: DemoResult) -> None:
     quill_channels = {r.where.channel_name for r in replayed.turns if r.persona_name == "Quill"}
-    for record in replayed.turns:
-        if record.persona_name != "Tomori":
-            continue
+    assert quill_channels
+    tomori = [r for r in replayed.turns if r.persona_name == "Tomori" and r.memory_items]
+    assert tomori
+    for record in tomori:
         for item in record.memory_items:
             for name in quill_channels:
                 assert f"`{name}`" not in item.text
@@ -169,6 +180,7 @@ def test_personas_only_remember_their_own_lineage(replayed: DemoResult) -> None:
 
 def test_each_item_is_placed_in_the_prompt_where_the_record_says(
         replayed: DemoResult) -> None:
+    assert sum(len(r.memory_items) for r in replayed.turns) > len(replayed.turns) // 2
     for record in replayed.turns:
         items = [*record.memory_items, *([record.nudge] if record.nudge else [])]
         for item in items:
@@ -246,3 +258,22 @@ def test_both_cache_policies_prefix_reuse_is_reported(replayed: DemoResult) -> N
     assert figures["stable"]["without_memory_mean_share"] == figures["freshness"][
         "without_memory_mean_share"] < 1
     assert replayed.to_json()["summary"]["prefix_reuse"] == figures
+
+
+def test_the_prompt_budget_at_work(replayed: DemoResult) -> None:
+    """With a tight budget every turn's additions fit it, and turns that held
+    more without one now hold less, never losing the same channel first."""
+    budget = 150
+    tight = asyncio.run(run_demo(settings=Settings(prompt_budget_tokens=budget)))
+    assert all(r.budget_tokens == budget for r in tight.turns)
+    assert all(r.memory_tokens <= budget or not r.memory_items for r in tight.turns)
+    shrunk = [(free, held) for free, held in zip(replayed.turns, tight.turns, strict=True)
+              if free.memory_tokens > budget]
+    assert len(shrunk) >= 5
+    for free, held in shrunk:
+        assert held.memory_tokens < free.memory_tokens
+        free_kinds = [i.kind for i in free.memory_items]
+        held_kinds = [i.kind for i in held.memory_items]
+        if "same_channel" in free_kinds and "other_channels" in held_kinds:
+            assert "same_channel" in held_kinds
+    assert all(r.budget_tokens == 2000 and r.memory_tokens <= 2000 for r in replayed.turns)

@@ -64,3 +64,26 @@ async def test_unknown_channels_and_threads(stm: Stm) -> None:
     assert text is not None
     assert "conversation in <#555> (just now)" in text
     assert "conversation in the thread named `sketches` (just now)" in text
+
+
+async def test_headers_name_channels_with_any_string_id(stm: Stm) -> None:
+    await write(stm, server_key("art"), summary="the mural")
+    turn = make_turn(channel_names={"art": "art"})
+    text = other_text(await stm.build_context(turn))
+    assert text is not None
+    assert text.startswith("[System: Tomori remembers a recent conversation in the "
+                           "channel named `art` (just now):")
+    assert "<#" not in text
+
+
+async def test_slack_mentions_in_memories_are_named(stm: Stm) -> None:
+    await write(stm, server_key("C2"), summary="<@U1> asked <!subteam^S1|@ops> in <#C3|deploys>")
+    await write(stm, server_key(QUEST), summary="<@U1> is on call")
+    await capture(stm, server_key(QUEST), counter_increment=0)
+    turn = make_turn(user_names={"U1": "Dana"}, channel_names={"C2": "general"})
+    ctx = await stm.build_context(turn)
+    assert other_text(ctx) == ("[System: Tomori remembers a recent conversation in the "
+                               "channel named `general` (just now):\n"
+                               "Dana asked @ops in the channel named `deploys`]")
+    assert same_text(ctx) == ("[System: Tomori's short term memory for this ongoing "
+                              "conversation:\nDana is on call]")

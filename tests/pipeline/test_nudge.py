@@ -18,11 +18,10 @@ from .support import (
     write,
 )
 
+#: The default nudge of a host that declares no long-term-memory tool.
 SUMMARY_NUDGE = (
     "[System: After responding, use `update_short_term_memory` to create or update your "
-    "short-term memory for this conversation. Do not use `update_short_term_memory` when the "
-    "user explicitly asks you to remember, save or store something for future "
-    "conversations; `create_long_term_memory` or `update_long_term_memory` is for that.]")
+    "short-term memory for this conversation.]")
 
 
 async def bot_turn(stm: Stm, turn: Turn, *, comply: bool = True) -> bool:

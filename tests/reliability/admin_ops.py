@@ -24,6 +24,7 @@ import asyncio
 from typing import Any
 
 from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
+from stm_core.admin.params import PARAM_NAMES
 from stm_core.storage.records import MemoryFilter, MemoryKey
 from stm_core.store import Stm
 
@@ -42,10 +43,9 @@ def document(tag: str, i: int) -> dict[str, Any]:
     """Import number ``i`` of ``tag``: every field distinct from other imports'."""
     return {
         "format": FORMAT_NAME, "version": FORMAT_VERSION,
-        "params": {"refresh_cadence": 1 + i % 100, "render_mode": None,
-                   "crude_message_count": None, "nudge_injection_depth": i % 20,
-                   "content_injection_depth": None,
-                   "cache_policy": "stable" if i % 2 else None},
+        # Every parameter, as an export shows it (unset ones as None).
+        "params": {**dict.fromkeys(PARAM_NAMES), "refresh_cadence": 1 + i % 100,
+                   "nudge_injection_depth": i % 20},
         "prompts": {"tool_description": None, "nudge": f"nudge {tag}-{i}"},
         "categories": [{"label": f"L {tag} {i}", "description": f"about {tag}-{i}"},
                        {"label": "Mood", "description": "how people feel"}],

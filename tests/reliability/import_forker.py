@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
+from stm_core.admin.params import PARAM_NAMES
 from stm_core.store import open_store
 
 SERVER = "imported"
@@ -27,10 +28,9 @@ def document(k: int) -> dict[str, Any]:
     categories too, so each import also clears the server's memories)."""
     return {
         "format": FORMAT_NAME, "version": FORMAT_VERSION,
-        "params": {"refresh_cadence": 1 + k % 100, "render_mode": None,
-                   "crude_message_count": None, "nudge_injection_depth": k % 21,
-                   "content_injection_depth": k % 20,
-                   "cache_policy": "stable" if k % 2 else "freshness"},
+        # Every parameter, as an export shows it (unset ones as None).
+        "params": {**dict.fromkeys(PARAM_NAMES), "refresh_cadence": 1 + k % 100,
+                   "nudge_injection_depth": k % 21, "content_injection_depth": k % 20},
         "prompts": {"tool_description": f"tool {k}", "nudge": f"nudge {k}"},
         "categories": [{"label": f"Topic {k}", "description": f"what import {k} tracks"},
                        {"label": "Mood", "description": f"feelings, take {k}"}],

@@ -22,10 +22,11 @@ class Shard:
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def start(cls, url: str) -> Shard:
+    async def start(cls, url: str, env: dict[str, str] | None = None) -> Shard:
         proc = await asyncio.create_subprocess_exec(
-            *child_command("shard", url), env=child_env(), stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=2**24)
+            *child_command("shard", url), env=child_env(**(env or {})),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, limit=2**24)
         shard = cls(proc)
         await shard.expect("ready", timeout=60)
         return shard
@@ -75,8 +76,10 @@ class Shard:
 
 
 @contextlib.asynccontextmanager
-async def shards(url: str, n: int) -> AsyncIterator[list[Shard]]:
-    started = await asyncio.gather(*(Shard.start(url) for _ in range(n)))
+async def shards(url: str, n: int,
+                 env: dict[str, str] | None = None) -> AsyncIterator[list[Shard]]:
+    """``n`` shard processes on ``url`` (``env``: extra environment, e.g. settings)."""
+    started = await asyncio.gather(*(Shard.start(url, env) for _ in range(n)))
     try:
         yield list(started)
     finally:

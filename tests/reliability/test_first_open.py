@@ -101,8 +101,7 @@ async def test_many_processes_open_one_fresh_database_at_once(
                 with sqlite3.connect(url.split("///", 1)[1]) as conn:
                     versions = conn.execute(
                         "SELECT version FROM stm_schema_version ORDER BY version").fetchall()
-                # each step applied once
-                assert versions == [(step.version,) for step in MIGRATIONS]
+                assert versions == [(step.version,) for step in MIGRATIONS]  # each step once
     finally:
         if postgres:
             await on_databases(round_names(db_url, rounds), "DROP DATABASE IF EXISTS {}")

@@ -228,6 +228,7 @@ VALUE_FIELDS: dict[type, dict[str, list[Any]]] = {
         "thread_ids": [None, "t1", 5, [True], [None]],
     },
     HistoryMessage: {"author_type": ["bot", None, 5, "USER"], "content": [None, 5, b"x"],
+                     "author_id": [True, 1.5, b"u", ["u"]],
                      "speaker_name": [5, b"x"]},
     PersonaResponse: {"content": [None, 5], "persona_name": [None, 5],
                       "persona_id": [True, 1.5], "persona_lineage_id": [False, 1.5]},

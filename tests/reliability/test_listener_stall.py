@@ -1,8 +1,8 @@
 """Staleness after the listening connection dies silently (a hung network:
 no error, no notices), measured through the TCP proxy of the fault tests.
 
-Store B listens through the proxy (its reads and writes go straight to the
-database); store A writes directly. Each sample waits a random part of the
+Store B listens through the proxy (its ``listen_url``; its reads and writes go
+straight to the database); store A writes directly. Each sample waits a random part of the
 check interval (so the stall falls anywhere in the check cycle), stalls the
 proxy, makes a channel private in A and times how long B still shows that
 channel's memory. The bound is ``listener_check_seconds``
@@ -22,7 +22,6 @@ from stm_core.models import Turn
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
 from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
-from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url
 
 from .pgproxy import PgProxy
 from .support import add_figure, full_scale, percentile, scaled
@@ -60,11 +59,9 @@ async def test_a_silent_listener_death_is_noticed_within_the_check_interval(
     try:
         async with open_store(pg_url, settings=settings, load_entrypoints=False) as a, \
                 open_store(pg_url, settings=settings, load_entrypoints=False,
-                           listen_for_changes=False) as b:
+                           listen_url=proxied) as b:
             assert isinstance(b.adapter, PostgresAdapter)
-            b.adapter.target = attrs.evolve(b.adapter.target,
-                                            dsn=parse_postgres_url(proxied).dsn)
-            await b.start_listening()
+            assert b.adapter.listen_target.dsn != b.adapter.target.dsn
             assert b.listener is not None
             assert (await a.apply_tool_call(turn("c2"), {"summary": "secret"})).ok
             for _ in range(samples_wanted):

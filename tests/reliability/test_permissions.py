@@ -69,6 +69,8 @@ SERVER_VIEWS: dict[str, Call] = {
                                                     actor=who),
     "memory_history": lambda a, who: a.memory_history(channel_id="c1", server_id=SERVER,
                                                       actor=who),
+    "list_servers": lambda a, who: a.list_servers(actor=who),
+    "channel_rows": lambda a, who: a.channel_rows("c1", actor=who),
 }
 
 #: A user's own data: only that user.
@@ -88,6 +90,8 @@ OWN_DATA: dict[str, Callable[[Admin, Actor, str], Coroutine[Any, Any, Any]]] = {
                                                        actor=who),
     "restore_memory": lambda a, who, owner: a.restore_memory(channel_id="dm", user_id=owner,
                                                              rev=1, actor=who),
+    "forget_user": lambda a, who, owner: a.forget_user(owner, actor=who),
+    "export_user": lambda a, who, owner: a.export_user(owner, actor=who),
 }
 
 
@@ -143,9 +147,23 @@ async def test_a_users_own_data_is_theirs_alone(stm: Stm, name: str) -> None:
     await OWN_DATA[name](stm.admin, Actor(user_id="owner"), "owner")
 
 
+class DenyAll:
+    """A policy that refuses every actor."""
+
+    @hookimpl
+    def stm_admin_permission(self, actor: Actor, action: AdminAction) -> bool | None:
+        return False
+
+
 async def test_calls_without_an_actor_are_not_checked(stm: Stm) -> None:
-    await stm.admin.set_server_params(SERVER, refresh_cadence=4)
+    stm.pm.register(DenyAll(), name="deny-all")
+    with pytest.raises(PermissionDenied):
+        await stm.admin.set_server_params(SERVER, refresh_cadence=5, actor=MANAGER)
+    # The host's own calls (no actor) pass even this policy, and take effect.
+    assert (await stm.admin.set_server_params(SERVER, refresh_cadence=4)).refresh_cadence == 4
+    assert (await stm.adapter.load_server_settings(SERVER)).refresh_cadence == 4
     await stm.admin.set_user_opt_in("owner", opt_in=True)
+    assert (await stm.admin.user_opt_in("owner")).crossserver_opt_in is True
 
 
 class Owners:

@@ -96,5 +96,8 @@ def test_privacy_and_scope_hold_in_every_generated_world(seed: int,
 
 
 def test_report_privacy_figures(figures: dict[str, Any]) -> None:
+    # The property test above ran every world and built turns in each.
+    assert COUNT["worlds"] >= WORLDS, COUNT
+    assert COUNT["turns"] >= 2 * COUNT["worlds"], COUNT
     add_figure(figures, "privacy_worlds", COUNT["worlds"])
     add_figure(figures, "privacy_turns_checked", COUNT["turns"])

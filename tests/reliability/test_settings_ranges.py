@@ -35,6 +35,8 @@ def bad_texts(rule: Rule) -> list[str]:
         return []  # any non-blank text is a value; blank means unset
     if rule.kind == "key":
         return ["two words", "a/b", "x" * 65, "-lead"]
+    if rule.kind == "tool":
+        return ["two words", "a.b", "x" * 65, "memory()"]
     assert rule.low is not None and rule.high is not None  # every number has a range
     below = rule.low if rule.low_open else rule.low - 1
     texts = [_text(below), _text(rule.high + 1), "nan", "NaN", "inf", "-inf", "infinity",
@@ -82,7 +84,7 @@ def wrong_values(rule: Rule) -> list[Any]:
         return [*common, 1, 0, "yes", None]
     if rule.kind == "choice":  # an optional choice takes None (unset), never a misspelling
         return [*common, "OFF", 1, None if not rule.optional else "Stable"]
-    if rule.kind == "key":
+    if rule.kind in {"key", "tool"}:
         return [*common, "", "two words", "x" * 65, 5]
     return [*common, "", "   ", 5]
 
@@ -116,8 +118,8 @@ def test_range_ends_are_accepted(name: str) -> None:
             if choice.isupper():  # upper-case choices are read in any case
                 assert getattr(Settings.from_env({rule.var: choice.lower()}), name) \
                     .upper() == choice
-    elif rule.kind == "key":
-        for key in ("x", "my_plugin.mode-2", "k" * 64):
+    elif rule.kind in {"key", "tool"}:
+        for key in ("x", "my_plugin-2", "k" * 64):
             assert getattr(Settings.from_env({rule.var: key}), name) == key
     else:
         assert getattr(Settings.from_env({rule.var: "x://y"}), name) == "x://y"

@@ -11,7 +11,11 @@ from stm_core.hooks import Hooks
 from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
-from stm_core.testing.conformance import MemoryHistoryConformance, StorageAdapterConformance
+from stm_core.testing.conformance import (
+    MemoryHistoryConformance,
+    StorageAdapterConformance,
+    UserErasureConformance,
+)
 
 
 async def open_adapter(url: str) -> StorageAdapter:
@@ -22,7 +26,8 @@ async def open_adapter(url: str) -> StorageAdapter:
     return adapter
 
 
-class TestMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance):
+class TestMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance,
+                        UserErasureConformance):
     @pytest.fixture
     async def adapter(self) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter("memory://")
@@ -30,7 +35,8 @@ class TestMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance):
         await adapter.aclose()
 
 
-class TestSqliteFileAdapter(StorageAdapterConformance, MemoryHistoryConformance):
+class TestSqliteFileAdapter(StorageAdapterConformance, MemoryHistoryConformance,
+                        UserErasureConformance):
     @pytest.fixture
     async def adapter(self, tmp_path: Path) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter(f"sqlite+aiosqlite:///{tmp_path / 'stm.db'}")
@@ -38,7 +44,8 @@ class TestSqliteFileAdapter(StorageAdapterConformance, MemoryHistoryConformance)
         await adapter.aclose()
 
 
-class TestSqliteInMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance):
+class TestSqliteInMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance,
+                        UserErasureConformance):
     @pytest.fixture
     async def adapter(self) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter("sqlite+aiosqlite:///:memory:")
@@ -46,7 +53,8 @@ class TestSqliteInMemoryAdapter(StorageAdapterConformance, MemoryHistoryConforma
         await adapter.aclose()
 
 
-class TestPostgresAdapter(StorageAdapterConformance, MemoryHistoryConformance):
+class TestPostgresAdapter(StorageAdapterConformance, MemoryHistoryConformance,
+                        UserErasureConformance):
     @pytest.fixture
     async def adapter(self, pg_url: str) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter(pg_url)

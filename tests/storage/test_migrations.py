@@ -1,4 +1,6 @@
-"""Schema versions: creation, upgrades that keep data, refusal of newer schemas."""
+"""Schema versions: creation, upgrades that keep data, refusal of schemas
+beyond the compatibility window (tests/deploy/test_rolling_upgrade.py runs
+code on a schema one version ahead)."""
 
 from __future__ import annotations
 
@@ -26,8 +28,14 @@ LATEST = MIGRATIONS[-1].version
 ADD_NOTE = MigrationStep(
     version=LATEST + 1, description="memories get a note",
     statements=lambda dialect: ["ALTER TABLE stm_memories ADD COLUMN note TEXT",
-                                "UPDATE stm_memories SET note = 'from v1'"])
+                                "UPDATE stm_memories SET note = 'from before'"])
 WITH_NEXT = (*MIGRATIONS, ADD_NOTE)
+#: Two versions ahead: beyond the compatibility window of this code.
+ADD_TAG = MigrationStep(
+    version=LATEST + 2, description="memories get a tag",
+    statements=lambda dialect: ["ALTER TABLE stm_memories ADD COLUMN tag TEXT"])
+WITH_TWO_NEXT = (*WITH_NEXT, ADD_TAG)
+EVERY_VERSION = [(v,) for v in range(1, LATEST + 1)]
 
 
 def adapter_for(url: str, migrations: Sequence[MigrationStep] = MIGRATIONS) -> SqlStorageAdapter:
@@ -68,7 +76,7 @@ async def test_upgrade_keeps_the_data(db_url: str) -> None:
         assert await fetch(db_url, "SELECT version FROM stm_schema_version ORDER BY version") == [
             (v,) for v in range(1, LATEST + 2)]
         notes = await fetch(db_url, "SELECT note FROM stm_memories")
-        assert notes == [("from v1",), ("from v1",)]
+        assert notes == [("from before",), ("from before",)]
         again = await v2.setup()
         assert (again.from_version, again.to_version, again.created) == (
             LATEST + 1, LATEST + 1, False)
@@ -88,13 +96,13 @@ async def test_a_fresh_database_replays_every_step(db_url: str) -> None:
         await adapter.aclose()
 
 
-async def test_a_newer_schema_is_refused(db_url: str) -> None:
-    newer = adapter_for(db_url, WITH_NEXT)
+async def test_a_schema_beyond_the_window_is_refused(db_url: str) -> None:
+    newer = adapter_for(db_url, WITH_TWO_NEXT)
     await newer.setup()
     await newer.aclose()
     older = adapter_for(db_url)
     try:
-        with pytest.raises(ConfigurationError, match=f"version {LATEST + 1}"):
+        with pytest.raises(ConfigurationError, match=f"version {LATEST + 2}.*upgrade stm"):
             await older.setup()
     finally:
         await older.aclose()
@@ -127,7 +135,7 @@ async def test_eight_openers_upgrade_at_once_and_apply_the_step_once(db_url: str
         assert sum(s.from_version == LATEST for s in statuses) == 1  # one applied it
         assert await fetch(db_url, "SELECT version FROM stm_schema_version ORDER BY 1") == [
             (v,) for v in range(1, nxt + 1)]
-        assert await fetch(db_url, "SELECT DISTINCT note FROM stm_memories") == [("from v1",)]
+        assert await fetch(db_url, "SELECT DISTINCT note FROM stm_memories") == [("from before",)]
     finally:
         for a in adapters:
             await a.aclose()
@@ -154,3 +162,24 @@ async def test_steps_must_be_numbered_in_order() -> None:
     with pytest.raises(ValueError, match="numbered"):
         adapter_for("sqlite:///:memory:", (*MIGRATIONS, skip))
 
+
+
+async def test_version_3_adds_the_server_prompt_budget(db_url: str) -> None:
+    """A version-1 database keeps its server settings; their budget is unset."""
+    v1 = adapter_for(db_url, MIGRATIONS[:1])
+    await v1.setup()
+    await v1.aclose()
+    await fetch(db_url, "INSERT INTO stm_server_settings (server_id, refresh_cadence, "
+                        "updated_at_ms, created_at_ms) VALUES ('g1', 3, 1, 1)")
+    latest = adapter_for(db_url)
+    try:
+        status = await latest.setup()
+        assert (status.from_version, status.to_version) == (1, LATEST)
+        before = await latest.load_server_settings("g1")
+        assert (before.refresh_cadence, before.prompt_budget_tokens) == (3, None)
+        after = await latest.update_server_settings("g1", {"prompt_budget_tokens": 500},
+                                                    now_ms=2)
+        assert (after.refresh_cadence, after.prompt_budget_tokens) == (3, 500)
+        assert await latest.load_server_settings("g1") == after
+    finally:
+        await latest.aclose()

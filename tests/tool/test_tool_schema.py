@@ -32,7 +32,7 @@ async def test_summary_mode_offers_one_summary_property(stm: Stm) -> None:
     schema = await stm.tool_schema(guild_turn())
     assert schema == {"type": "function", "function": {
         "name": TOOL_NAME,
-        "description": TOOL_DESCRIPTION,
+        "description": TOOL_DESCRIPTION.replace("{long_term_memory_hint}", ""),
         "parameters": {"type": "object",
                        "properties": {"summary": {"type": "string",
                                                   "description": SUMMARY_FIELD_DESCRIPTION}},

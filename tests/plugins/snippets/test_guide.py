@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 import stm_scratch
-from my_bot import textsynth_may_use_the_tool, traced_plugin_manager
+from my_bot import textsynth_may_use_the_tool
+from my_traced_bot import traced_plugin_manager
 
 from stm_core.hooks import Hooks
 from stm_core.store import open_store

@@ -1,0 +1,100 @@
+"""``cli_startup_ms``: wall time of ``stm server params show`` on a SQLite file.
+
+An operator's command is mostly start-up: the interpreter, then the imports,
+then one small read. The installed ``stm`` command is run again and again on a
+database created first (warm OS cache, bytecode already written), interleaved
+with a bare ``python -c pass`` so the interpreter's own share is visible
+(``cli_python_floor_ms``). One more run under ``python -X importtime`` names
+the packages that cost the most to import (self time summed per top-level
+package) and says whether SQLAlchemy was imported at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench.config import RunConfig
+
+#: The server the command reads (its row exists: settings were written once).
+SERVER = "1234567890"
+#: How many packages the import report lists.
+TOP_IMPORTS = 8
+
+
+def stm_command() -> list[str]:
+    """The installed ``stm`` script beside this interpreter (else on PATH)."""
+    beside = Path(sys.executable).with_name("stm")
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("stm")
+    if found is None:
+        raise RuntimeError("the stm command is not installed (pip install -e .)")
+    return [found]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("STM_VERIFY_PRECOMPILED_SQL", None)  # a test-suite check, not what users run
+    return env
+
+
+def _run(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+
+
+def import_offenders(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """``-X importtime`` of one run: self time per top-level package, largest first."""
+    script = argv[0]
+    out = subprocess.run([sys.executable, "-X", "importtime", script, *argv[1:]], env=env,
+                         check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True).stderr
+    per_package: dict[str, int] = defaultdict(int)
+    modules = set()
+    for line in out.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, _cumulative, name = line.removeprefix("import time:").split("|")
+        module = name.strip()
+        modules.add(module)
+        per_package[module.split(".")[0]] += int(self_us)
+    top = sorted(per_package.items(), key=lambda kv: kv[1], reverse=True)[:TOP_IMPORTS]
+    return {"top_packages_ms": {k: round(v / 1000, 1) for k, v in top},
+            "total_import_ms": round(sum(per_package.values()) / 1000, 1),
+            "modules": len(modules),
+            "sqlalchemy_imported": "sqlalchemy" in modules}
+
+
+async def run(cfg: RunConfig) -> dict[str, Any]:
+    db = cfg.workdir / "cli.db"
+    base = [*stm_command(), "--db", f"sqlite:///{db}"]
+    env = _env()
+    subprocess.run([*base, "db", "upgrade"], env=env, check=True, capture_output=True)
+    subprocess.run([*base, "server", "params", "set", SERVER, "--cadence", "7"], env=env,
+                   check=True, capture_output=True)
+    show = [*base, "server", "params", "show", SERVER]
+    floor = [sys.executable, "-c", "pass"]
+    runs = {"full": 40, "quick": 15}.get(cfg.name, 3)
+    for _ in range(2):  # bytecode written, file in the OS cache
+        _run(show, env)
+    stm_ms, floor_ms = [], []
+    for _ in range(runs):  # interleaved: machine noise falls on both alike
+        stm_ms.append(_run(show, env))
+        floor_ms.append(_run(floor, env))
+    return {
+        "cli_startup_ms": round(statistics.median(stm_ms), 1),
+        "cli_python_floor_ms": round(statistics.median(floor_ms), 1),
+        "cli_startup": {"runs": runs, "command": "stm server params show (SQLite)",
+                        "min_ms": round(min(stm_ms), 1), "max_ms": round(max(stm_ms), 1),
+                        "imports": import_offenders(show, env)},
+    }

@@ -1,0 +1,61 @@
+"""The same bot over the Anthropic SDK (Messages API) with stm's memory.
+
+Run it with ``ANTHROPIC_API_KEY`` set: ``python anthropic_bot.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from anthropic import AsyncAnthropic
+from host_loop import Chat, ToolRunner, converse
+
+from stm_core import open_store
+
+SYSTEM = "You are Tomori, a cheerful member of an art club's chat."
+
+
+def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Anthropic's turns alternate: stm's items (user role) join the user
+    message next to them, as text blocks of their own."""
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        block = {"type": "text", "text": message["content"]}
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1]["content"].append(block)
+        else:
+            merged.append({"role": message["role"], "content": [block]})
+    return merged
+
+
+def anthropic_chat(client: AsyncAnthropic, model: str) -> Chat:
+    async def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                   run_tool: ToolRunner) -> str:
+        sent = alternating(messages)
+        while True:
+            extra: dict[str, Any] = {"tools": tools} if tools else {}
+            response = await client.messages.create(model=model, max_tokens=1024,
+                                                    system=SYSTEM, messages=sent, **extra)
+            calls = [b for b in response.content if b.type == "tool_use"]
+            if not calls:
+                return "".join(b.text for b in response.content if b.type == "text")
+            sent.append({"role": "assistant",
+                         "content": [b.model_dump(exclude_none=True) for b in response.content]})
+            results = [{"type": "tool_result", "tool_use_id": call.id,
+                        "content": await run_tool(call.name, call.input)} for call in calls]
+            sent.append({"role": "user", "content": results})
+    return chat
+
+
+async def main(url: str = "sqlite+aiosqlite:///bot.db",
+               model: str = "claude-3-5-haiku-latest") -> None:
+    lines = [line.strip() for line in sys.stdin if line.strip()]
+    async with open_store(url) as stm:
+        await converse(stm, anthropic_chat(AsyncAnthropic(), model), lines,
+                       provider="anthropic", tool_format="anthropic")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

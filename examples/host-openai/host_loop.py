@@ -1,0 +1,90 @@
+"""The provider-neutral half of the example bot: one turn through stm.
+
+``take_turn`` does what every host does each turn (build the context, splice
+it in, offer the tool, apply the model's calls, record the window) around a
+``chat`` function that talks to one provider's SDK, and reports what stm did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stm_core import TOOL_NAME, HistoryMessage, PersonaResponse, Stm, ToolResult, Turn
+from stm_core.inject import inject
+
+#: Runs one tool call of the model: ``(name, arguments) -> text for the model``.
+ToolRunner = Callable[[str, Any], Awaitable[str]]
+#: One provider's chat: ``(messages, tools, run_tool) -> the reply's text``.
+Chat = Callable[[list[dict[str, Any]], list[dict[str, Any]], ToolRunner], Awaitable[str]]
+
+
+@dataclass
+class TurnReport:
+    """What stm did in one turn."""
+
+    memory_items: list[str]
+    nudged: bool
+    tool_offered: bool
+    tool_calls: list[ToolResult] = field(default_factory=list)
+    counter: int | None = None
+
+    def line(self, number: int) -> str:
+        parts = [f"turn {number}: {len(self.memory_items)} memory item(s)"
+                 + (f" ({', '.join(self.memory_items)})" if self.memory_items else ""),
+                 "nudged" if self.nudged else "no nudge",
+                 "tool offered" if self.tool_offered else "no tool"]
+        parts += [f"{TOOL_NAME}: {'ok' if r.ok else r.code}" for r in self.tool_calls]
+        parts.append(f"recorded, counter {self.counter}")
+        return "; ".join(parts)
+
+
+def as_chat_messages(window: list[HistoryMessage]) -> list[dict[str, Any]]:
+    return [{"role": "user" if m.author_type == "user" else "assistant", "content": m.content}
+            for m in window]
+
+
+async def take_turn(stm: Stm, turn: Turn, window: list[HistoryMessage], chat: Chat, *,
+                    tool_format: str) -> tuple[str, TurnReport]:
+    """One bot turn; ``window`` is the dialogue the model sees, ending with the
+    user's new message. Returns the reply and what stm did."""
+    ctx = await stm.build_context(turn)
+    messages = inject(as_chat_messages(window), ctx)
+    schema = await stm.tool_schema(turn, tool_format)
+    tools = [schema] if schema else []  # never [None]
+    report = TurnReport(memory_items=[item.kind for item in ctx.memory_items],
+                        nudged=ctx.nudge_item is not None, tool_offered=bool(tools))
+
+    async def run_tool(name: str, arguments: Any) -> str:
+        if name != TOOL_NAME:
+            return f"unknown tool {name}"
+        result = await stm.apply_tool_call(turn, arguments)
+        report.tool_calls.append(result)
+        return result.message
+
+    reply = await chat(messages, tools, run_tool)
+    recorded = await stm.record_window(turn, window, [PersonaResponse(
+        content=reply, persona_name=turn.bot_name, persona_id=turn.persona_id)])
+    report.counter = recorded.counters.get(turn.persona_id or "")
+    return reply, report
+
+
+async def converse(stm: Stm, chat: Chat, user_lines: list[str], *, provider: str,
+                   tool_format: str, window_size: int = 10) -> list[TurnReport]:
+    """Alice talks to Tomori in one channel; prints what stm did each turn."""
+    window: list[HistoryMessage] = []
+    reports = []
+    for number, text in enumerate(user_lines, start=1):
+        window.append(HistoryMessage(author_type="user", content=text, speaker_name="Alice"))
+        turn = Turn(user_id="42", channel_id="1001", server_id="7", persona_id="1",
+                    persona_lineage_id="1", bot_name="Tomori", triggerer_name="Alice",
+                    provider=provider)
+        reply, report = await take_turn(stm, turn, window[-window_size:], chat,
+                                        tool_format=tool_format)
+        print(f"Tomori: {reply}")
+        print(f"  [stm] {report.line(number)}")
+        window.append(HistoryMessage(author_type="persona", content=reply,
+                                     speaker_name="Tomori"))
+        reports.append(report)
+    return reports

@@ -1,0 +1,186 @@
+"""A user's privacy requests: forget everything of them, or export it.
+
+What belongs to a user: their own (user-scope) rows in every server and DM,
+every stored line whose author id is theirs (in server rows and in other
+users' copies), and their preferences (the cross-server opt-in). Lines stored
+without an author id (before authors were kept, or from a host that does not
+pass them) cannot be attributed; they age out with the crude TTL and the
+janitor (docs/privacy.md).
+
+Forgetting changes one row per transaction. A shared row is rewritten only if
+nobody wrote it since it was read (its ``rev``); otherwise it is read again
+and retried, so a concurrent ``record_turn`` never loses its lines and never
+brings the forgotten ones back. The store's cache is updated from what each
+transaction committed, and adapters shared by several processes announce
+each change to the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from stm_core.admin.values import key_to_dict, line_to_dict
+from stm_core.errors import StorageError
+from stm_core.models import CrudeMessage
+from stm_core.storage.protocol import UserErasure
+from stm_core.storage.records import MemoryFilter, MemoryKey, MemoryRecord, UserPrefs
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+log = logging.getLogger("stm.admin")
+
+#: Rewrites of one row that lost to concurrent writers before giving up.
+MAX_ATTEMPTS_PER_ROW = 50
+#: Scans for lines written by concurrent writers while forgetting.
+MAX_SCANS = 5
+
+
+@attrs.frozen(kw_only=True)
+class ForgetResult:
+    """What ``forget_user`` removed (or, with ``dry_run``, would remove)."""
+
+    user_id: str
+    dry_run: bool
+    #: The user's own rows, deleted whole.
+    rows_removed: tuple[MemoryKey, ...]
+    #: Other rows the user's lines were taken out of.
+    rows_changed: tuple[MemoryKey, ...]
+    lines_removed: int
+    #: Whether stored preferences (the cross-server opt-in) were deleted.
+    preferences_removed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "dry_run": self.dry_run,
+                "rows_removed": [key_to_dict(k) for k in self.rows_removed],
+                "rows_changed": [key_to_dict(k) for k in self.rows_changed],
+                "lines_removed": self.lines_removed,
+                "preferences_removed": self.preferences_removed}
+
+
+def erasure_of(stm: Stm) -> UserErasure:
+    adapter = stm.adapter
+    if not isinstance(adapter, UserErasure):
+        raise StorageError(f"the {adapter.name} storage adapter cannot find or remove a "
+                           "user's lines (it does not implement UserErasure)")
+    return adapter
+
+
+def is_own(key: MemoryKey, user_id: str) -> bool:
+    return key.scope_kind == "user" and key.user_id == user_id
+
+
+def without(messages: Sequence[CrudeMessage], user_id: str) -> tuple[CrudeMessage, ...]:
+    return tuple(m for m in messages if m.author_id != user_id)
+
+
+def own_filter(user_id: str) -> MemoryFilter:
+    return MemoryFilter(user_id=user_id, scope_kind="user")
+
+
+async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
+    erasure = erasure_of(stm)
+    if dry_run:
+        own = await stm.adapter.list_memories(own_filter(user_id))
+        shared = [r for r in await erasure.rows_with_author(user_id)
+                  if not is_own(r.key, user_id)]
+        prefs = await stm.adapter.load_user_prefs(user_id)
+        return ForgetResult(
+            user_id=user_id, dry_run=True, rows_removed=tuple(r.key for r in own),
+            rows_changed=tuple(r.key for r in shared),
+            lines_removed=sum(len(r.messages) - len(without(r.messages, user_id))
+                              for r in shared),
+            preferences_removed=prefs != UserPrefs(user_id=user_id))
+
+    removed = await _delete_own_rows(stm, user_id)
+    changed: dict[MemoryKey, None] = {}
+    lines = 0
+    for _ in range(MAX_SCANS):  # again while concurrent writers add the user's lines
+        found = [r for r in await erasure.rows_with_author(user_id)
+                 if not is_own(r.key, user_id)]
+        if not found:
+            break
+        for record in found:
+            taken = await _strip_row(stm, erasure, record, user_id)
+            if taken:
+                changed[record.key] = None
+                lines += taken
+    else:
+        raise StorageError(f"user {user_id}'s lines are still being written (the host's "
+                           "history windows still hold them); run forget again once they "
+                           "are gone from the host")
+    try:
+        prefs_removed = await erasure.delete_user_prefs(user_id)
+    finally:
+        stm.cache.drop_user(user_id)  # their view reloads with default preferences
+    log.info("user %s forgotten: %d own rows, %d lines in %d other rows, preferences %s",
+             user_id, len(removed), lines, len(changed),
+             "removed" if prefs_removed else "none stored")
+    return ForgetResult(user_id=user_id, dry_run=False, rows_removed=tuple(removed),
+                        rows_changed=tuple(changed), lines_removed=lines,
+                        preferences_removed=prefs_removed)
+
+
+async def _delete_own_rows(stm: Stm, user_id: str) -> list[MemoryKey]:
+    try:
+        removed = await stm.adapter.delete_memories(own_filter(user_id))
+    except BaseException:
+        stm.cache.drop_user(user_id)  # which rows went is unknown
+        raise
+    stm.cache.forget(removed)
+    return removed
+
+
+async def _strip_row(stm: Stm, erasure: UserErasure, record: MemoryRecord | None,
+                     user_id: str) -> int:
+    """Take the user's lines out of one row (one transaction); how many went."""
+    for _ in range(MAX_ATTEMPTS_PER_ROW):
+        if record is None:
+            return 0
+        kept = without(record.messages, user_id)
+        if len(kept) == len(record.messages):
+            return 0
+        try:
+            done = await erasure.replace_messages(record.key, kept, expected_rev=record.rev)
+        except BaseException:
+            stm.cache.drop_scopes([record.key])
+            raise
+        if done is not None:
+            stm.cache.apply([done])
+            return len(record.messages) - len(kept)
+        record = await stm.adapter.get_memory(record.key)  # written meanwhile: again
+    raise StorageError(f"could not remove user {user_id}'s lines from a row of channel "
+                       f"{record.key.channel_id if record else '?'}: it kept changing under "
+                       "concurrent writes; run forget again")
+
+
+def record_to_dict(record: MemoryRecord, *, only_author: str | None = None) -> dict[str, Any]:
+    lines = [m for m in record.messages if only_author is None or m.author_id == only_author]
+    out: dict[str, Any] = {"key": key_to_dict(record.key),
+                           "messages": [line_to_dict(m) for m in lines],
+                           "updated_at_ms": record.updated_at_ms}
+    if only_author is None:
+        out.update(summary=record.summary, categories=dict(record.categories),
+                   parent_channel_id=record.parent_channel_id,
+                   persona_lineage_id=record.persona_lineage_id,
+                   turns_since_refresh=record.turns_since_refresh)
+    return out
+
+
+async def export_user(stm: Stm, user_id: str) -> dict[str, Any]:
+    """Every stored thing about the user, as JSON-able data."""
+    erasure = erasure_of(stm)
+    own = await stm.adapter.list_memories(own_filter(user_id))
+    shared = [r for r in await erasure.rows_with_author(user_id) if not is_own(r.key, user_id)]
+    prefs = await stm.adapter.load_user_prefs(user_id)
+    return {
+        "user_id": user_id,
+        "exported_at_ms": stm.clock.now_ms(),
+        "preferences": {"crossserver_opt_in": prefs.crossserver_opt_in},
+        "own_rows": [record_to_dict(r) for r in own],
+        "lines_in_other_rows": [record_to_dict(r, only_author=user_id) for r in shared],
+    }

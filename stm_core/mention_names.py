@@ -1,0 +1,50 @@
+"""Names of the ids a turn knows: how stm refers to a user, role or channel.
+
+Shared by the pipeline (other-channel headers name their channel directly,
+whatever the platform's id format) and by the platform mention converters
+(``stm_plugins.discord_mentions``, ``stm_plugins.slack_mentions``), so a
+channel reads the same however it was referred to.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from stm_core.models import Turn
+
+# Channel names shared by several channels, per turn (computed once per turn).
+_CLASHES: weakref.WeakKeyDictionary[Turn, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _clashing_names(turn: Turn) -> frozenset[str]:
+    clashes = _CLASHES.get(turn)
+    if clashes is None:
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for name in turn.channel_names.values():
+            (repeated if name in seen else seen).add(name)
+        clashes = _CLASHES[turn] = frozenset(repeated)
+    return clashes
+
+
+def channel_label(channel_id: str, turn: Turn, fallback_name: str | None = None) -> str | None:
+    """``the channel named `name` `` (``the thread named ...`` for threads, with
+    an ID suffix when two channels share the name), or ``None`` when neither
+    the turn nor ``fallback_name`` (a name the mention itself carried) names it."""
+    name = turn.channel_names.get(channel_id, fallback_name)
+    if not name:
+        return None
+    kind = "thread" if channel_id in turn.thread_ids else "channel"
+    suffix = f" (ID: {channel_id})" if name in _clashing_names(turn) else ""
+    return f"the {kind} named `{name}`{suffix}"
+
+
+def channel_reference(channel_id: str, turn: Turn) -> str:
+    """How a header names a channel: its label, else the neutral ``<#id>``
+    (which a platform's mention converter may still name)."""
+    return channel_label(channel_id, turn) or f"<#{channel_id}>"
+
+
+def role_label(role_id: str, turn: Turn, fallback_name: str | None = None) -> str | None:
+    name = turn.role_names.get(role_id, fallback_name)
+    return None if not name else "@" + name.removeprefix("@")

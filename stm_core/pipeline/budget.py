@@ -1,0 +1,84 @@
+"""Stage 9b, the prompt budget (DESIGN decision 17).
+
+The whole short-term-memory block of a turn (other channels, the same-channel
+memory, the nudge) is held to ``prompt_budget_tokens`` tokens, counted by the
+``stm_token_counter`` hook. Over budget, it gives up, in this order, until it
+fits:
+
+1. raw lines of the other channels, oldest first (every channel keeps its
+   newest lines longest);
+2. other channels, least recently updated first;
+3. the end of the same-channel memory, cut with a mark
+   (:data:`stm_core.truncation.BUDGET_TRUNCATION_MARK`); with no room even for
+   the mark, the same-channel memory goes too.
+
+The same-channel memory is what the model is working with right now, so it
+is the last thing to shrink. The nudge is counted but never cut: it is one
+short instruction. Under budget (the usual turn) this stage costs one count
+per emitted text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from stm_core.plugin_types import TokenCounter
+from stm_core.truncation import BUDGET_TRUNCATION_MARK, cut
+
+#: ``(other channels kept, raw lines kept per channel) -> (text or None, newest)``.
+RenderOther = Callable[[int, int], tuple[str | None, int | None]]
+
+
+@attrs.frozen(kw_only=True)
+class Block:
+    """What fits: the texts to emit and the newest other-channel update shown."""
+
+    other: str | None
+    same: str | None
+    newest_other_ms: int | None
+
+
+def fit_budget(budget: int, count: TokenCounter, *, nudge: str | None,
+               render_other: RenderOther, entries: int, raw_lines: int,
+               same_body: str | None, render_same: Callable[[str], str]) -> Block:
+    """The largest block that fits ``budget`` tokens, degraded in the order above."""
+    fixed = count(nudge) if nudge else 0
+    same = render_same(same_body) if same_body is not None else None
+    same_cost = count(same) if same else 0
+
+    def fits(other: str | None) -> bool:
+        return fixed + same_cost + (count(other) if other else 0) <= budget
+
+    other, newest = render_other(entries, raw_lines) if entries else (None, None)
+    if budget <= 0 or fits(other):
+        return Block(other=other, same=same, newest_other_ms=newest)
+    for raw in range(raw_lines - 1, -1, -1):
+        other, newest = render_other(entries, raw)
+        if fits(other):
+            return Block(other=other, same=same, newest_other_ms=newest)
+    for kept in range(entries - 1, 0, -1):
+        other, newest = render_other(kept, 0)
+        if fits(other):
+            return Block(other=other, same=same, newest_other_ms=newest)
+    if same_body is None or fits(None):
+        return Block(other=None, same=same, newest_other_ms=None)
+    return Block(other=None, newest_other_ms=None,
+                 same=_cut_to_fit(same_body, budget - fixed, count, render_same))
+
+
+def _cut_to_fit(body: str, room: int, count: TokenCounter,
+                render: Callable[[str], str]) -> str | None:
+    """The rendering of the longest marked start of ``body`` within ``room``
+    tokens (binary search on its length), or ``None`` when nothing fits."""
+    # Some text besides the mark, or nothing at all.
+    low, high, best = len(BUDGET_TRUNCATION_MARK) + 1, len(body) - 1, None
+    while low <= high:
+        length = (low + high) // 2
+        text = render(cut(body, length, BUDGET_TRUNCATION_MARK))
+        if count(text) <= room:
+            best, low = text, length + 1
+        else:
+            high = length - 1
+    return best

@@ -1,0 +1,52 @@
+"""Exact token counts with ``tiktoken``, when the host has it installed.
+
+Optional: without the package (or when its encoding cannot be loaded, e.g.
+offline with no ``TIKTOKEN_CACHE_DIR``) this plugin abstains and the built-in
+estimate counts. ``o200k_base`` is the encoding of OpenAI's current models; for
+other providers it is a close stand-in, nearer than the estimate.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from hookspecs import hookimpl
+from stm_core.plugin_types import TokenCounter
+
+log = logging.getLogger("stm.tiktoken")
+
+ENCODING = "o200k_base"
+
+
+@functools.cache
+def load_encoding(name: str = ENCODING) -> Any | None:
+    """The tiktoken encoding, or ``None`` when tiktoken or its data is missing.
+
+    Remembered for the process, a failure too: a host that is offline tries
+    (and warns) once, not once per store.
+    """
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # a download that failed, a corrupt cache...
+        log.warning("tiktoken is installed but its %s encoding could not be loaded (%s); "
+                    "counting tokens with the estimate", name, exc)
+        return None
+
+
+@hookimpl
+def stm_token_counter() -> TokenCounter | None:
+    encoding = load_encoding()
+    if encoding is None:
+        return None
+
+    def count(text: str) -> int:
+        # Special-token text in a memory is plain text, never a control token.
+        return len(encoding.encode(text, disallowed_special=()))
+
+    return count

@@ -1,0 +1,175 @@
+"""Forgetting a user while other processes write, and when killed half-way,
+on a SQLite file and on PostgreSQL.
+
+* Writers: bot processes (``tests.reliability.forget_writer``) record turns of
+  their own users in the channels where the forgotten user's lines are stored,
+  while this process forgets the user. Afterwards nothing of the user is
+  stored or shown, and every row holds exactly the last window a writer wrote
+  there (a forget that overwrote a newer capture would leave an old window),
+  with every turn counted.
+* Crash: a process forgetting the user is killed at a random moment. Every
+  row is whole (all of the user's lines or none of them, every other line
+  kept), and running forget again finishes the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+from typing import Any
+
+from stm_core.models import HistoryMessage, PersonaResponse, Turn
+from stm_core.storage.records import MemoryFilter, MemoryRecord
+from stm_core.store import Stm, open_store
+
+from .support import child_command, child_env, scaled
+
+X, Y = "4242", "5151"
+SERVER = "G"
+CHANNELS = 12
+WRITERS = 3
+TURNS = scaled(ci=40, full=400)
+OWN = "own"  # the channel of X's own turn (X's copy, and the server row)
+
+
+async def say(stm: Stm, user: str, channel: str, lines: list[tuple[str, str]]) -> None:
+    history = [HistoryMessage(author_type="user", content=text, author_id=author,
+                              speaker_name=author) for author, text in lines]
+    await stm.record_turn(Turn(user_id=user, channel_id=channel, server_id=SERVER,
+                               persona_id="p"),
+                          history, [PersonaResponse(content="re seed", persona_name="Bot",
+                                                    persona_id="p")])
+
+
+async def seed(url: str, channels: int) -> None:
+    """Y's turns carry X's lines into every channel's row and Y's copies; X has a row."""
+    async with open_store(url, load_entrypoints=False) as stm:
+        for c in range(channels):
+            await say(stm, Y, f"c{c}", [(X, f"x-secret-{c}"), (Y, f"y-{c}")])
+        await say(stm, X, OWN, [(X, "x-secret-own")])
+
+
+async def all_rows(stm: Stm) -> list[MemoryRecord]:
+    return await stm.adapter.list_memories(MemoryFilter(server_id=SERVER))
+
+
+def texts(record: MemoryRecord) -> list[str]:
+    return [m.content for m in record.messages]
+
+
+async def start_writer(url: str, tag: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *child_command("forget_writer", url, tag, str(TURNS), str(CHANNELS)),
+        env=child_env(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+
+
+async def expect(proc: asyncio.subprocess.Process, event: str) -> dict[str, Any]:
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 120)
+    if not line:
+        assert proc.stderr is not None
+        raise AssertionError(f"writer exited: {(await proc.stderr.read()).decode()[-3000:]}")
+    answer: dict[str, Any] = json.loads(line)
+    assert answer["event"] == event, answer
+    return answer
+
+
+async def test_forget_while_other_processes_record_turns(db_url: str) -> None:
+    await seed(db_url, CHANNELS)
+    writers = [await start_writer(db_url, f"w{i}") for i in range(WRITERS)]
+    try:
+        for proc in writers:
+            assert (await expect(proc, "warm"))["showed_forgotten"]
+        async with open_store(db_url, load_entrypoints=False) as stm:
+            for proc in writers:
+                assert proc.stdin is not None
+                proc.stdin.write(b"go\n")
+            result = await stm.admin.forget_user(X)
+            done = [await expect(proc, "done") for proc in writers]
+            assert result.lines_removed > 0 and result.rows_removed
+
+            windows: dict[str, list[list[str]]] = {}
+            for answer in done:
+                for channel, written in answer["windows"].items():
+                    windows.setdefault(channel, []).extend(written)
+            rows = await all_rows(stm)
+            assert not [m for r in rows for m in r.messages
+                        if m.author_id == X or "x-secret" in m.content]
+            assert not [r for r in rows if r.key.user_id == X]
+            for record in rows:
+                channel = record.key.channel_id
+                if record.key.scope_kind == "user":
+                    assert record.key.user_id != Y or texts(record) == [f"y-{channel[1:]}",
+                                                                       "re seed"]
+                    continue
+                written = windows.get(channel, [])
+                if channel == OWN:
+                    assert texts(record) == ["re seed"]
+                elif written:  # the last writer's window, whole
+                    assert texts(record) in written, (channel, texts(record))
+                else:
+                    assert texts(record) == [f"y-{channel[1:]}", "re seed"]
+                assert record.turns_since_refresh == 1 + len(written)
+            if db_url.startswith("postgresql"):
+                # Their warm caches followed the changes (LISTEN/NOTIFY).
+                for proc in writers:
+                    assert proc.stdin is not None
+                    proc.stdin.write(b"check\n")
+                    assert (await expect(proc, "seen"))["found"] is False
+    finally:
+        for proc in writers:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+FORGETTER = """
+import asyncio, sys
+from stm_core.store import open_store
+
+async def main():
+    async with open_store(sys.argv[1], load_entrypoints=False) as stm:
+        print("ready", flush=True)
+        await stm.admin.forget_user(sys.argv[2])
+        print("finished", flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_killed_forget_leaves_whole_rows_and_finishes_when_run_again(
+        db_url: str) -> None:
+    channels = scaled(ci=60, full=300)
+    await seed(db_url, channels)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", FORGETTER, db_url, X, env=child_env(),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    assert (await asyncio.wait_for(proc.stdout.readline(), 60)).strip() == b"ready"
+    await asyncio.sleep(random.uniform(0.0, 0.15))
+    proc.kill()
+    await proc.wait()
+
+    async with open_store(db_url, load_entrypoints=False) as stm:
+        for record in await all_rows(stm):
+            channel = record.key.channel_id[1:]
+            if record.key.user_id == X:
+                assert texts(record) == ["x-secret-own", "re seed"]  # deleted whole or not
+            elif record.key.channel_id == OWN:
+                assert texts(record) in (["x-secret-own", "re seed"], ["re seed"])
+            else:
+                # All of X's lines or none of them; Y's line and the reply always kept.
+                assert texts(record) in ([f"x-secret-{channel}", f"y-{channel}", "re seed"],
+                                         [f"y-{channel}", "re seed"])
+        await stm.admin.forget_user(X)
+        rows = await all_rows(stm)
+        assert len(rows) == 2 * channels + 1  # X's own copy went
+        assert not [m for r in rows for m in r.messages if m.author_id == X]
+        assert all(texts(r)[0].startswith("y-") for r in rows if r.key.channel_id != OWN)
