@@ -2,8 +2,9 @@
 
 Score = killed / (mutants - documented equivalents). A mutant counts as killed
 when a test failed on it or it timed out (an endless loop is caught too).
-Equivalent mutants are listed, each with the reason, in docs/testing.md's
-table; a listed name that no longer exists is reported so the list stays true.
+Equivalent mutants are listed, each with the reason, in the tables of the
+docs/testing*.md files (docs/testing.md and its companions, one per area); a
+listed name that no longer exists is reported so the lists stay true.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "testing.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 _RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+?)\s*$")
 _EQUIVALENT = re.compile(r"^\|\s*`(\S+__mutmut_\d+)`\s*\|")
 
@@ -30,8 +31,9 @@ def results(mutmut: str) -> dict[str, str]:
 
 
 def documented_equivalents(docs: Path = DOCS) -> set[str]:
-    return {m.group(1) for line in docs.read_text().splitlines()
-            if (m := _EQUIVALENT.match(line))}
+    """The mutant names in the tables of every ``testing*.md`` file in ``docs``."""
+    return {m.group(1) for page in sorted(docs.glob("testing*.md"))
+            for line in page.read_text().splitlines() if (m := _EQUIVALENT.match(line))}
 
 
 def score(statuses: dict[str, str], equivalents: set[str]) -> dict[str, object]:

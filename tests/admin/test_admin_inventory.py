@@ -57,8 +57,16 @@ async def test_list_personas_refuses_bad_places(stm: Stm, kwargs: dict[str, obje
 
 @pytest.mark.parametrize("bad", ["", None, "a b", "x" * 200])
 async def test_channel_rows_refuses_bad_ids(stm: Stm, bad: object) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError) as refused:
         await stm.admin.channel_rows(bad)  # type: ignore[arg-type]
+    assert refused.value.field == "channel_id"
+
+
+async def test_channel_rows_lists_the_keys_clear_channel_would_delete(stm: Stm) -> None:
+    await lines_only(stm, "g2", "c1")
+    preview = await stm.admin.channel_rows("c1")
+    assert preview.keys == (MemoryKey.server("g2", "c1", "p"),)
+    assert (await stm.admin.clear_channel("c1")).keys == preview.keys
 
 
 async def test_import_dry_run_must_be_a_bool(stm: Stm) -> None:

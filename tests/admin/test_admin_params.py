@@ -129,6 +129,25 @@ def test_friendly_labels() -> None:
     assert param_label("content_injection_depth", 0) == "tail"
 
 
+
+def test_the_other_documented_labels() -> None:
+    assert param_label("crude_message_count", 1) == "1 message"
+    assert param_label("crude_message_count", 6) == "6 messages"
+    assert param_label("nudge_injection_depth", 1) == "before the last turn"
+    assert param_label("content_injection_depth", 1) == "before the last turn"
+    assert param_label("content_injection_depth", 3) == "before the last 3 turns"
+    assert param_label("prompt_budget_tokens", 0) == "no budget"
+    assert param_label("prompt_budget_tokens", 800) == "800 tokens"
+    assert param_label("cache_policy", "stable") == "prompt-cache stable"
+    assert param_label("cache_policy", "freshness") == "fresh ages and placement (default)"
+
+
+async def test_prompt_budget_edges_are_accepted(stm: Stm) -> None:
+    for edge in (0, 1_000_000):
+        params = await stm.admin.set_server_params(SERVER, prompt_budget_tokens=edge)
+        assert params.prompt_budget_tokens == edge
+        assert (await stm.adapter.load_server_settings(SERVER)).prompt_budget_tokens == edge
+
 async def test_cache_policy_is_stored_shown_and_reaches_the_profile(stm: Stm) -> None:
     await stm.profile_for(SERVER)  # warm the cache first
     params = await stm.admin.set_server_params(SERVER, cache_policy="stable")
