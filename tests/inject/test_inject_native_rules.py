@@ -4,6 +4,7 @@ given (not the Chat Completions ones), and refuse bad arguments with a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -109,3 +110,17 @@ def test_an_anchor_index_that_is_not_an_int_is_refused(anchor: Any) -> None:
     with pytest.raises(ValidationError, match=f"not {anchor!r}$") as info:
         inject([], at_depth(-1), anchor_index=anchor)
     assert (info.value.field, info.value.allowed) == ("anchor_index", "an int or None")
+
+
+def test_the_nudge_depth_counts_the_turns_of_the_given_format() -> None:
+    out = inject(GEMINI, StmContext(nudge_item=NUDGE, nudge_injection_depth=1), format="gemini")
+    assert [getattr(m, "item", None) for m in out] == [None, NUDGE, None]
+
+
+@pytest.mark.parametrize("fmt", ["chat", "OPENAI", "", None, ["openai"], 1])
+def test_an_unknown_format_is_refused_with_the_known_ones(fmt: Any) -> None:
+    expected = re.escape(f"unknown message format {fmt!r}; one of: ")
+    with pytest.raises(ValidationError, match=expected) as info:
+        inject([], at_depth(0), format=fmt)
+    assert info.value.field == "format"
+    assert info.value.allowed == "openai, openai-responses, anthropic, gemini"
