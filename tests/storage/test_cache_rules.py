@@ -169,3 +169,28 @@ def test_size_counts_settings_servers_and_users() -> None:
                      record(MemoryKey.user("u1", "c", None, None), 1, "x"),
                      record(MemoryKey.user("u2", "c", None, None), 1, "x"))
     assert cache.size() == 1 + 1 + 2
+
+
+def test_each_drop_removes_its_view_moves_the_epoch_and_counts_one_invalidation() -> None:
+    cache = MemoryCache(max_servers=4, max_users=4)
+    cache.put_settings(ServerSettings(server_id="g"))
+    cached_with_rows(cache, record(MemoryKey.user("u", "c", None, None), 1, "x"))
+    epochs = [cache.epoch]
+    cache.drop_settings("g")
+    epochs.append(cache.epoch)
+    cache.drop_user("u")
+    epochs.append(cache.epoch)
+    assert cache.settings.peek("g") is None and cache.users.peek("u") is None
+    assert epochs[0] != epochs[1] != epochs[2]
+    assert cache.stats.invalidations == 2
+
+
+def test_popped_entries_leave_no_stored_time_behind() -> None:
+    """The age bookkeeping is bounded like the map: nothing is kept for keys
+    that left it."""
+    lru: LRU[int, int] = LRU(10)
+    lru.expire_after(1_000, lambda: 0)
+    for key in range(100):
+        lru.put(key, key)
+        lru.pop(key)
+    assert len(lru) == 0 and len(lru._stored_at) == 0
