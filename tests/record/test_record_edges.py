@@ -46,3 +46,11 @@ async def test_an_empty_persona_id_is_the_same_row_as_no_persona(stm: Stm) -> No
     assert result.counters == {"": 2}
     record = await row(stm, MemoryKey.server("g1", "c1", None))
     assert [m.content for m in record.messages] == ["two", "second"]
+
+
+async def test_replies_with_an_empty_and_no_persona_id_count_the_turn_once(stm: Stm) -> None:
+    result = await stm.record_turn(guild_turn(persona_id=None), [user("one")],
+                                   [reply("first", "", lineage=None),
+                                    reply("second", None, lineage=None)])
+    assert result.counters == {"": 1}
+    assert (await row(stm, MemoryKey.server("g1", "c1", None))).turns_since_refresh == 1
