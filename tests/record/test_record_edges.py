@@ -54,3 +54,14 @@ async def test_replies_with_an_empty_and_no_persona_id_count_the_turn_once(stm: 
                                     reply("second", None, lineage=None)])
     assert result.counters == {"": 1}
     assert (await row(stm, MemoryKey.server("g1", "c1", None))).turns_since_refresh == 1
+
+
+async def test_a_stored_user_line_keeps_its_author_id(stm: Stm) -> None:
+    await stm.record_turn(guild_turn(), [attrs.evolve(user("hi"), author_id="42")],
+                          [reply("yo")])
+    assert [m.author_id for m in (await row(stm, SERVER_KEY)).messages] == ["42", None]
+
+
+async def test_a_turn_without_a_channel_is_skipped_as_no_channel(stm: Stm) -> None:
+    result = await stm.record_turn(guild_turn(channel_id=""), [user("hi")], [reply("yo")])
+    assert (result.recorded, result.skipped_reason) == (False, "no_channel")
