@@ -140,6 +140,7 @@ class InvalidationListener:
 
     async def stop(self) -> None:
         self._stopping = True
+        telemetry.unwatch_listener(self)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -160,6 +160,10 @@ class StmContext:
     nudge_injection_depth: int = 2
     #: ``-1`` keeps the block anchored (inline); ``>= 0`` is a dialogue depth.
     memory_injection_depth: int = -1
+    #: The server's prompt-cache policy (``"freshness"`` or ``"stable"``). Under
+    #: ``"stable"``, :func:`stm_core.inject.inject` given the previous prompt
+    #: keeps an unchanged block where it was.
+    cache_policy: str = "freshness"
 
     @classmethod
     def error_fallback(cls) -> StmContext:

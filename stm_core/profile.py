@@ -134,7 +134,7 @@ def build_profile(settings: ServerSettings | None, hooks: Hooks,
                               else s.prompt_budget_tokens),
         private_channel_ids=s.private_channel_ids,
         privacy_bypass=s.privacy_bypass,
-        cache_policy=s.cache_policy or DEFAULT_CACHE_POLICY,
+        cache_policy=s.cache_policy or env.cache_policy,
     )
 
 

@@ -145,8 +145,9 @@ class Rule:
             return isinstance(value, str) and RENDER_MODE_KEY.fullmatch(value) is not None
         if self.kind == "tool":
             return isinstance(value, str) and _TOOL_NAME.fullmatch(value) is not None
-        if self.kind == "choice":
-            return isinstance(value, str) and value.upper() in self.choices
+        if self.kind == "choice":  # as listed, or upper case for upper-case choices
+            return isinstance(value, str) and (value in self.choices
+                                               or value.upper() in self.choices)
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
         if self.kind == "int" and not isinstance(value, int):
@@ -170,6 +171,10 @@ def _positive(var: str, high: float, *, optional: bool = False) -> Rule:
     """A duration or budget: more than 0 (0 would mean "never" or "always")."""
     return Rule(var=var, kind="float", low=0, low_open=True, high=high, optional=optional)
 
+
+#: Per-server prompt-cache policies (docs/concepts.md, "Prompt caches").
+CACHE_POLICIES = ("freshness", "stable")
+DEFAULT_CACHE_POLICY = "freshness"
 
 _YEAR_HOURS = 8760
 #: Range of ``unheard_cache_max_age_seconds`` (seconds).
@@ -204,6 +209,8 @@ RULES: dict[str, Rule] = {
     "db_timeout_seconds": _positive("STM_DB_TIMEOUT_SECONDS", 3600),
     "cache_max_rows_per_view": _int("STM_CACHE_MAX_ROWS_PER_VIEW", 1, 10_000_000),
     "default_render_mode": Rule(var="STM_DEFAULT_RENDER_MODE", kind="key", optional=True),
+    "default_cache_policy": Rule(var="STM_DEFAULT_CACHE_POLICY", kind="choice",
+                                 choices=CACHE_POLICIES, optional=True),
     "memory_history_revisions": _int("STM_MEMORY_HISTORY_REVISIONS", 0, 100),
     "listen_url": Rule(var="STM_LISTEN_URL", kind="text", optional=True),
     "unheard_cache_max_age_seconds": Rule(
@@ -277,6 +284,10 @@ class Settings:
     long_term_memory_tool: str | None = attrs.field(default=None, validator=_in_range)
     long_term_memory_update_tool: str | None = attrs.field(default=None, validator=_in_range)
 
+    #: Prompt-cache policy of servers that set none, and of direct messages
+    #: (``None``: ``freshness``); see docs/concepts.md, "Prompt caches".
+    default_cache_policy: str | None = attrs.field(default=None, validator=_in_range)
+
     #: Earlier summary/category revisions kept per memory row for undo (0: none).
     memory_history_revisions: int = attrs.field(default=10, validator=_in_range)
 
@@ -284,6 +295,11 @@ class Settings:
     def render_mode(self) -> str:
         """The render mode of servers that chose none."""
         return self.default_render_mode or DEFAULT_RENDER_MODE
+
+    @property
+    def cache_policy(self) -> str:
+        """The prompt-cache policy of servers that chose none and of DMs."""
+        return self.default_cache_policy or DEFAULT_CACHE_POLICY
 
     @property
     def crude_ttl_ms(self) -> int:
@@ -345,9 +361,6 @@ CONTENT_DEPTH_RANGE = (-1, 20)
 PROMPT_BUDGET_RANGE = (0, 1_000_000)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
 MEMORY_HISTORY_RANGE = (0, 100)
-#: Per-server prompt-cache policies (docs/concepts.md, "Prompt caches").
-CACHE_POLICIES = ("freshness", "stable")
-DEFAULT_CACHE_POLICY = "freshness"
 DEFAULT_REFRESH_CADENCE = 5
 DEFAULT_RENDER_MODE = "crude_summary"
 DEFAULT_NUDGE_DEPTH = 2

@@ -235,8 +235,13 @@ def _create_instruments(meter: Meter) -> None:
 
 
 def watch_listener(listener: _Listener) -> None:
-    """Report ``listener`` in the listener gauges while it lives."""
+    """Report ``listener`` in the listener gauges until it stops."""
     _listeners.add(listener)
+
+
+def unwatch_listener(listener: _Listener) -> None:
+    """A stopped listener (its store closed) is no longer reported."""
+    _listeners.discard(listener)
 
 
 def tool_call(ok: bool, code: str | None) -> None:

@@ -13,7 +13,6 @@ from stm_core.errors import ValidationError
 from stm_core.settings import (
     CACHE_POLICIES,
     CONTENT_DEPTH_RANGE,
-    DEFAULT_CACHE_POLICY,
     DEFAULT_CONTENT_DEPTH,
     DEFAULT_NUDGE_DEPTH,
     DEFAULT_REFRESH_CADENCE,
@@ -92,7 +91,7 @@ def defaults(settings: Settings) -> dict[str, int | str]:
         "crude_message_count": settings.default_crude_message_count,
         "nudge_injection_depth": DEFAULT_NUDGE_DEPTH,
         "content_injection_depth": DEFAULT_CONTENT_DEPTH,
-        "cache_policy": DEFAULT_CACHE_POLICY,
+        "cache_policy": settings.cache_policy,
         "prompt_budget_tokens": settings.prompt_budget_tokens,
     }
 

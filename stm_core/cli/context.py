@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from stm_core.cli.context_changes import load_previous, prompt_changes
+from stm_core.cli.context_changes import load_previous, previous_messages, prompt_changes
 from stm_core.cli.files import read_json_file
 from stm_core.cli.memory import resolve_where, where_options
 from stm_core.cli.output import emit, heading, plain
@@ -86,6 +86,9 @@ def show_changes(out: Console, changes: dict[str, Any]) -> None:
     for part in changes["parts"]:
         style = "green" if part["status"] == "unchanged" else "yellow"
         plain(out, f"{part['part']}: {part['status']}", style=style)
+    first = changes.get("first_change")
+    plain(out, "the previous prompt is the start of this one" if first is None
+          else f"first difference: {first} (everything above it is reused)")
     plain(out, f"prompt prefix reused from the previous turn: {changes['prefix_reuse']:.1%}")
     out.print()
 
@@ -181,7 +184,9 @@ def context(state: CliState, server_id: str | None, dm: bool, user_id: str | Non
             check_provider(provider, stm.hooks)
             ctx = await stm.build_context(turn)
             schema = await stm.tool_schema(turn, "neutral")
-        return context_dict(ctx, schema, inject(messages, ctx, keep_tags=True))
+        before = previous_messages(earlier) if earlier is not None else None
+        return context_dict(ctx, schema, inject(messages, ctx, keep_tags=True,
+                                                previous=before))
 
     data = run(go())
     if earlier is not None:

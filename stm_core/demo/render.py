@@ -280,8 +280,11 @@ def render_summary(console: Console, summary: DemoSummary) -> None:
                              f"{summary.novelai_turns_with_tool_or_nudge} with a tool or nudge")
     for policy, f in summary.prefix_reuse.items():
         table.add_row(f"prompt cache ({policy})",
-                      f"{f['mean_share']:.0%} of each prompt repeats the previous turn's; "
-                      f"input cost about {f['relative_cost']:.2f}x of uncached")
+                      f"{f['mean_share']:.0%} of each prompt repeats the previous turn's "
+                      f"({f['without_memory_mean_share']:.0%} with no memory at all; "
+                      f"{f['steady_mean_share']:.0%} on the {f['steady_turns']} turns whose "
+                      f"memory did not change); input cost about "
+                      f"{f['relative_cost']:.2f}x of uncached")
     if summary.undo is not None:
         u = summary.undo
         table.add_row("undo", f"a bad rewrite of {u['persona_name']}'s memory in "

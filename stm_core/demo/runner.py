@@ -35,9 +35,8 @@ from stm_core.demo.results import (
 from stm_core.demo.transcript import ScriptedTurn, Transcript, load_transcript
 from stm_core.demo.undo import undo_scene
 from stm_core.demo.world import World
-from stm_core.inject import inject
 from stm_core.models import HistoryMessage, PersonaResponse
-from stm_core.prompt_reuse import PrefixReuse, prompt_text
+from stm_core.prompt_reuse import HostPrompts, PrefixReuse, prompt_text, without_memory
 from stm_core.settings import CACHE_POLICIES, Settings
 from stm_core.store import Stm, open_store
 
@@ -79,7 +78,10 @@ class Replay:
         self.audit = PrivacyAudit()
         self.leaks: list[Leak] = []
         #: Prompts with each channel's whole dialogue (what a cache-aware host sends).
+        self.host = HostPrompts()
         self.reuse = PrefixReuse()
+        #: The same prompts without memory: what reuse the conversation allows at all.
+        self.baseline = PrefixReuse()
         self._dialogues: dict[str, list[_Said]] = defaultdict(list)
         self._counters: dict[tuple[str, str], int] = {}
         self._bot_turns: dict[tuple[str, str], int] = defaultdict(int)
@@ -111,8 +113,11 @@ class Replay:
         turn = self.world.turn(scripted)
         ctx = await self.stm.build_context(turn)
         placed = place(self._dialogue(scripted, window), ctx)
-        self.reuse.observe((scripted.channel, scripted.persona),
-                           prompt_text(inject(self._dialogue(scripted, lines), ctx)))
+        conversation = (scripted.channel, scripted.persona)
+        whole = self._dialogue(scripted, lines)
+        self.reuse.observe(conversation, prompt_text(self.host.prompt(conversation, whole, ctx)),
+                           memory=(i.text for i in ctx.memory_items))
+        self.baseline.observe(conversation, without_memory(whole))
         shown = [i.text for i in ctx.memory_items]
         if ctx.nudge_item is not None:
             shown.append(ctx.nudge_item.text)
@@ -165,6 +170,11 @@ class Replay:
             memory_tokens=sum(count(text) for text in shown),
             budget_tokens=profile.prompt_budget_tokens)
 
+    def reuse_figures(self) -> dict[str, Any]:
+        """Prefix reuse of the replay, with the no-memory baseline beside it."""
+        return {**self.reuse.figures().to_dict(),
+                "without_memory_mean_share": round(self.baseline.figures().mean_share, 4)}
+
     def summary(self, records: Iterable[TurnRecord], database: str) -> DemoSummary:
         records = list(records)
         calls = [r.tool_call for r in records if r.tool_call is not None]
@@ -216,7 +226,7 @@ async def replay(url: str, *, database: str, transcript: Transcript,
                 on_turn(record)
         scene = await undo_scene(stm, game.world) if undo else None
         summary = attrs.evolve(game.summary(records, database), prefix_reuse={
-            cache_policy or "freshness": game.reuse.figures().to_dict()},
+            cache_policy or "freshness": game.reuse_figures()},
             undo=attrs.asdict(scene) if scene is not None else None)
     return DemoResult(title=transcript.title, turns=tuple(records), summary=summary)
 
@@ -229,8 +239,10 @@ async def measure_prefix_reuse(transcript: Transcript | None = None, *,
     transcript = transcript or load_transcript()
     figures: dict[str, Any] = {}
     for policy in CACHE_POLICIES:
+        # The policy as the process default too: direct messages have no server.
+        env = attrs.evolve(settings or Settings(), default_cache_policy=policy)
         result = await replay("memory://", database="memory", transcript=transcript,
-                              settings=settings, max_turns=max_turns, cache_policy=policy)
+                              settings=env, max_turns=max_turns, cache_policy=policy)
         figures.update(result.summary.prefix_reuse)
     return figures
 

@@ -11,7 +11,9 @@ Four native formats are understood (``format=``):
 * ``"gemini"``: Google Gemini ``contents`` (:mod:`stm_core.inject.gemini`).
 
 Depth counts dialogue turns from the bottom (:mod:`stm_core.inject.walk`), and
-nothing is ever inserted between a tool call and its result. Inserted messages
+nothing is ever inserted between a tool call and its result. Under the
+``stable`` cache policy, given the previous prompt, an unchanged block stays
+where it was (:mod:`stm_core.inject.kept`). Inserted messages
 are :class:`~stm_core.inject.markers.StmMessage` dicts a host can find again.
 """
 
@@ -25,6 +27,7 @@ from stm_core.inject.anthropic import ANTHROPIC
 from stm_core.inject.base import MessageFormat
 from stm_core.inject.chat import CHAT, DIALOGUE_ROLES, as_message, is_dialogue_turn
 from stm_core.inject.gemini import GEMINI
+from stm_core.inject.kept import kept_block_index
 from stm_core.inject.markers import StmMessage, find_injected, injected_item, strip_injected
 from stm_core.inject.responses import RESPONSES
 from stm_core.inject.walk import (
@@ -89,31 +92,36 @@ def inject(messages: Sequence[M], ctx: StmContext, *,
            format: Literal["openai-responses", "anthropic", "gemini"],
            anchor_index: int | None = None, keep_tags: bool = False,
            as_dicts: Literal[True] | None = None,
-           is_dialogue: Callable[[Any], bool] | None = None) -> list[M | StmMessage]: ...
+           is_dialogue: Callable[[Any], bool] | None = None,
+           previous: Sequence[Any] | None = None) -> list[M | StmMessage]: ...
 @overload
 def inject(messages: Sequence[D], ctx: StmContext, *,
            format: Literal["openai"] = "openai",
            anchor_index: int | None = None, keep_tags: bool = False,
            as_dicts: Literal[True] | None = None,
-           is_dialogue: Callable[[Any], bool] | None = None) -> list[D | StmMessage]: ...
+           is_dialogue: Callable[[Any], bool] | None = None,
+           previous: Sequence[Any] | None = None) -> list[D | StmMessage]: ...
 @overload
 def inject(messages: Sequence[M], ctx: StmContext, *,
            format: Literal["openai"] = "openai",
            anchor_index: int | None = None, keep_tags: bool = False,
            as_dicts: Literal[True],
-           is_dialogue: Callable[[Any], bool] | None = None) -> list[M | StmMessage]: ...
+           is_dialogue: Callable[[Any], bool] | None = None,
+           previous: Sequence[Any] | None = None) -> list[M | StmMessage]: ...
 @overload
 def inject(messages: Sequence[M], ctx: StmContext, *,
            format: Literal["openai"] = "openai",
            anchor_index: int | None = None, keep_tags: bool = False,
            as_dicts: Literal[False],
-           is_dialogue: Callable[[Any], bool] | None = None) -> list[M | ContextItem]: ...
+           is_dialogue: Callable[[Any], bool] | None = None,
+           previous: Sequence[Any] | None = None) -> list[M | ContextItem]: ...
 @overload
 def inject(messages: Sequence[M], ctx: StmContext, *,
            format: Literal["openai"] = "openai",
            anchor_index: int | None = None, keep_tags: bool = False,
            as_dicts: None = None,
            is_dialogue: Callable[[Any], bool] | None = None,
+           previous: Sequence[Any] | None = None,
            ) -> list[M | StmMessage | ContextItem]: ...
 def inject(messages: Sequence[Any], ctx: StmContext, *,
            format: MessageFormatKey = "openai",
@@ -121,6 +129,7 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
            keep_tags: bool = False,
            as_dicts: bool | None = None,
            is_dialogue: Callable[[Any], bool] | None = None,
+           previous: Sequence[Any] | None = None,
            ) -> list[Any]:
     """The host's message list with the memory block and the nudge spliced in.
 
@@ -142,6 +151,11 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
         dicts.
     :param is_dialogue: what counts as one dialogue turn, replacing the
         format's rule.
+    :param previous: the list ``inject`` returned for this conversation's
+        previous turn. Used under the ``stable`` cache policy only: a block
+        whose items are unchanged stays where it was in ``previous`` when
+        everything above it is unchanged too (:func:`kept_block_index`);
+        otherwise it goes where its depth says.
 
     Inserted dicts are :class:`StmMessage` objects (:func:`find_injected`,
     :func:`strip_injected`). The block's items keep their order. Both positions
@@ -150,7 +164,7 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
     sits right below it.
     """
     fmt = message_format(format)
-    check_arguments(messages, ctx, anchor_index)
+    check_arguments(messages, ctx, anchor_index, previous)
     if fmt is not CHAT and as_dicts is False:
         raise ValidationError(f"as_dicts=False is for the 'openai' format only, not {format!r}",
                               field="as_dicts", allowed="True or None")
@@ -167,7 +181,11 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
     inserts: dict[int, list[StmMessage | ContextItem]] = {}
     if ctx.memory_items:
         depth = ctx.memory_injection_depth
-        if depth >= 0:
+        kept = (kept_block_index(messages, previous, ctx.memory_items, fmt)
+                if previous is not None and ctx.cache_policy == "stable" else None)
+        if kept is not None:
+            at = kept
+        elif depth >= 0:
             at = insertion_index(messages, depth, fmt, is_dialogue=is_dialogue)
         else:
             at = anchored_index(messages, fmt) if anchor_index is None else anchor_index
@@ -185,7 +203,8 @@ def inject(messages: Sequence[Any], ctx: StmContext, *,
     return out
 
 
-def check_arguments(messages: object, ctx: object, anchor_index: object) -> None:
+def check_arguments(messages: object, ctx: object, anchor_index: object,
+                    previous: object = None) -> None:
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise ValidationError(f"messages must be a list of messages, not "
                               f"{type(messages).__name__}", field="messages",
@@ -197,6 +216,11 @@ def check_arguments(messages: object, ctx: object, anchor_index: object) -> None
                                      or not isinstance(anchor_index, int)):
         raise ValidationError(f"anchor_index must be an int or None, not {anchor_index!r}",
                               field="anchor_index", allowed="an int or None")
+    if previous is not None and (not isinstance(previous, Sequence)
+                                 or isinstance(previous, str | bytes | bytearray)):
+        raise ValidationError(f"previous must be the message list inject returned on the "
+                              f"previous turn, not {type(previous).__name__}",
+                              field="previous", allowed="a list of messages or None")
 
 
 def _wants_dicts(messages: Sequence[object]) -> bool:
@@ -220,6 +244,7 @@ __all__ = [
     "insert_at_dialogue_depth",
     "is_dialogue_turn",
     "keep_tool_calls_together",
+    "kept_block_index",
     "message_format",
     "splits_tool_call",
     "strip_injected",

@@ -115,7 +115,7 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
 
     return StmContext(memory_items=tuple(items), nudge_item=nudge_item,
                       nudge_injection_depth=nudge_depth(profile),
-                      memory_injection_depth=depth)
+                      memory_injection_depth=depth, cache_policy=profile.cache_policy)
 
 
 def _category_order(stm: Stm, turn: Turn, profile: ServerProfile,

@@ -28,10 +28,11 @@ is reported (see :mod:`stm_core.invalidation`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -53,7 +54,11 @@ POOL_MAX = 10
 #: Upserts joined into one statement at most; larger calls use a transaction.
 MAX_JOINED_UPSERTS = 8
 
-_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
+#: InternalClientError: asyncpg lost track of a connection's protocol state, as
+#: when a call starts on a connection the server has just ended (a restarting
+#: PostgreSQL sends FATAL 57P01 before it closes the socket).
+_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError,
+                  OSError)
 log = logging.getLogger("stm.storage.postgres")
 #: What a transaction pooler does to asyncpg's cached (named) statements.
 _NAMED_STATEMENT_ERRORS = (asyncpg.InvalidSQLStatementNameError,
@@ -168,7 +173,7 @@ class PostgresAdapter(SqlStorageAdapter):
                                          statement_cache_size=where.statement_cache_size)
 
         async def send(payload: str) -> None:
-            async with self._require_pool().acquire(timeout=self._timeout) as conn:
+            async with self._acquire() as conn:
                 await conn.execute("SELECT pg_notify($1, $2)", self.channel, payload)
 
         try:
@@ -262,11 +267,21 @@ class PostgresAdapter(SqlStorageAdapter):
                                + ("closed" if self._closed else "not set up (call setup())"))
         return self._pool
 
+    @contextlib.asynccontextmanager
+    async def _acquire(self) -> AsyncIterator[Any]:
+        """A pooled connection; one whose protocol state the driver lost is
+        closed instead of going back to the pool, which opens a new one."""
+        async with self._require_pool().acquire(timeout=self._timeout) as conn:
+            try:
+                yield conn
+            except asyncpg.InternalClientError:
+                conn.terminate()
+                raise
+
     # -- running steps ----------------------------------------------------------------------
     async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
-        pool = self._require_pool()
         try:
-            async with pool.acquire(timeout=self._timeout) as conn:
+            async with self._acquire() as conn:
                 if len(steps) == 1:
                     return [await _run_step(conn, steps[0])]
                 async with conn.transaction(isolation="repeatable_read", readonly=True):
@@ -276,9 +291,8 @@ class PostgresAdapter(SqlStorageAdapter):
                                f"{exc}{_pooler_hint(exc)}") from exc
 
     async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
-        pool = self._require_pool()
         try:
-            async with pool.acquire(timeout=self._timeout) as conn:
+            async with self._acquire() as conn:
                 if len(steps) == 1:  # one statement commits by itself
                     return [await _run_step(conn, steps[0])]
                 async with conn.transaction():
@@ -303,7 +317,7 @@ class PostgresAdapter(SqlStorageAdapter):
         if deleted and self.announces_changes:
             payload = notify.notice_payload(self.instance_id, p=cutoff_ms)
             try:
-                async with self._require_pool().acquire(timeout=self._timeout) as conn:
+                async with self._acquire() as conn:
                     await conn.execute("SELECT pg_notify($1, $2)", self.channel, payload)
             except _DRIVER_ERRORS as exc:  # the rows are gone; others expire them later
                 log.warning("could not announce a janitor purge: %s", exc)

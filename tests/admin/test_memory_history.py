@@ -114,6 +114,28 @@ async def test_deleting_a_row_deletes_its_history(stm: Stm, clock: ManualClock) 
     assert await adapter.count_memories() == 0
 
 
+async def test_an_import_or_category_change_that_clears_memories_takes_history_too(
+        stm: Stm) -> None:
+    """The configuration import writes no memory content, so it adds no
+    revision; when it clears the server's memories their history goes too."""
+    await _model_writes(stm, "first")
+    await _model_writes(stm, "second")
+    adapter = stm.adapter
+    exported = await stm.admin.export_config(SERVER)
+    exported["params"]["refresh_cadence"] = 3
+    await stm.admin.import_config(SERVER, exported)  # same categories: memories kept
+    assert len(await adapter.list_revisions(KEY)) == 2  # type: ignore[attr-defined]
+    exported["categories"] = [{"label": "Goals", "description": "what the party wants"}]
+    await stm.admin.import_config(SERVER, exported)
+    assert await adapter.list_revisions(KEY) == []  # type: ignore[attr-defined]
+    assert await adapter.get_memory(KEY) is None
+    result = await stm.apply_tool_call(_turn(), {"goals": "find the bell"})
+    assert result.ok, result.message
+    assert len(await adapter.list_revisions(KEY)) == 1  # type: ignore[attr-defined]
+    await stm.admin.set_categories(SERVER, ["Threats: what hunts the party"])
+    assert await adapter.list_revisions(KEY) == []  # type: ignore[attr-defined]
+
+
 async def test_restore_of_an_unknown_or_bad_revision_is_refused(stm: Stm) -> None:
     await _model_writes(stm, "only one")
     for bad in (999, -1, 0):

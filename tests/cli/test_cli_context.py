@@ -107,6 +107,48 @@ def test_previous_shows_what_changed_since_the_last_turn(stm_cli: RunStm,
     human = ok(stm_cli("context", *TURN, "--previous", str(first)))
     assert "memory block (same_channel): changed" in human.stdout
 
-    first.write_text("[1, 2]", encoding="utf-8")
-    assert "stm --json context" in refused(stm_cli("context", *TURN, "--previous",
-                                                   str(first)))
+    for bad in ("[1, 2]", '{"memory_items": [1], "messages": []}',
+                '{"memory_items": [], "messages": [1, "x"]}'):
+        first.write_text(bad, encoding="utf-8")
+        assert "stm --json context" in refused(stm_cli("context", *TURN, "--previous",
+                                                       str(first)))
+
+
+def test_previous_keeps_a_stable_block_in_place_and_names_the_first_change(
+        stm_cli: RunStm, tmp_path: Path) -> None:
+    edit = ("memory", "edit", "--server", "g1", "--channel", "c1", "--persona", "p1")
+    ok(stm_cli(*edit, "--summary", "The party met Bob."))
+    ok(stm_cli("server", "params", "set", "g1", "--cache-policy", "stable"))
+    chat = [{"role": "system", "content": "You are Tomori."},
+            {"role": "user", "content": "u1: hello"}]
+    dialogue, turn1 = tmp_path / "chat.json", tmp_path / "turn1.json"
+    dialogue.write_text(json.dumps(chat), encoding="utf-8")
+    first = ok(stm_cli("--json", "context", *TURN, "--dialogue", str(dialogue)))
+    turn1.write_text(first.stdout, encoding="utf-8")
+    assert first.json()["messages"][-1]["content"].startswith("[System:")
+
+    chat += [{"role": "assistant", "content": "Hi!"}, {"role": "user", "content": "u1: go"}]
+    dialogue.write_text(json.dumps(chat), encoding="utf-8")
+    grown = ok(stm_cli("--json", "context", *TURN, "--dialogue", str(dialogue),
+                       "--previous", str(turn1))).json()
+    status = {p["part"]: p["status"] for p in grown["changes"]["parts"]}
+    assert status["memory block position"] == "unchanged"
+    assert grown["changes"]["first_change"] is None
+    assert grown["messages"][:3] == first.json()["messages"]
+    assert [m["content"] for m in grown["messages"][3:]] == ["Hi!", "u1: go"]
+
+    ok(stm_cli(*edit, "--summary", "The party met Bob and Mira."))
+    changed = ok(stm_cli("--json", "context", *TURN, "--dialogue", str(dialogue),
+                         "--previous", str(turn1))).json()
+    assert changed["changes"]["first_change"] == "memory block (same_channel)"
+    assert changed["messages"][-1]["content"].endswith("Bob and Mira.]")
+    human = ok(stm_cli("context", *TURN, "--dialogue", str(dialogue), "--previous",
+                       str(turn1)))
+    assert "first difference: memory block (same_channel)" in human.stdout
+
+    ok(stm_cli("server", "params", "set", "g1", "--cache-policy", "freshness"))
+    chat[0]["content"] = "You are Tomori, now terse."
+    dialogue.write_text(json.dumps(chat), encoding="utf-8")
+    fresh = ok(stm_cli("--json", "context", *TURN, "--dialogue", str(dialogue),
+                       "--previous", str(turn1))).json()
+    assert fresh["changes"]["first_change"] == "system prompt"

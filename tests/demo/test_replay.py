@@ -251,6 +251,12 @@ def test_both_cache_policies_prefix_reuse_is_reported(replayed: DemoResult) -> N
     assert set(figures) == {"freshness", "stable"}
     assert figures["stable"]["mean_share"] > figures["freshness"]["mean_share"]
     assert figures["stable"]["relative_cost"] < figures["freshness"]["relative_cost"]
+    # Ages change the text under freshness; stable changes it only with memory.
+    assert figures["stable"]["steady_turns"] > figures["freshness"]["steady_turns"]
+    assert figures["stable"]["steady_mean_share"] > figures["stable"]["mean_share"]
+    assert figures["stable"]["kept_share"] > figures["freshness"]["kept_share"]
+    assert figures["stable"]["without_memory_mean_share"] == figures["freshness"][
+        "without_memory_mean_share"] < 1
     assert replayed.to_json()["summary"]["prefix_reuse"] == figures
 
 

@@ -75,7 +75,7 @@ def test_tool_names_come_from_the_environment() -> None:
 
 @pytest.mark.parametrize("name", ["", "two words", "x" * 65, "{memory_tool}", "note`s"])
 def test_a_bad_tool_name_is_a_configuration_error(name: str) -> None:
-    with pytest.raises(ConfigurationError, match="(?i)long_term_memory_tool"):
+    with pytest.raises(ConfigurationError, match=r"^STM_LONG_TERM_MEMORY_TOOL="):
         Settings(long_term_memory_tool=name)
-    with pytest.raises(ConfigurationError, match=r"(?i)long_term_memory_update_tool"):
+    with pytest.raises(ConfigurationError, match=r"^STM_LONG_TERM_MEMORY_UPDATE_TOOL="):
         Settings.from_env({"STM_LONG_TERM_MEMORY_UPDATE_TOOL": name + "!"})

@@ -12,6 +12,9 @@ PostgreSQL server other tests use:
 * ``reset_on_reply()``: the next reply from the server is dropped and every
   connection reset (the work, a COMMIT included, was done; the client never
   hears so);
+* ``refuse()``: new connections are refused, open ones keep working (with
+  the server ending its sessions, as a restarting PostgreSQL does, see
+  :meth:`PgProxy.upstream_ports`);
 * ``restore()``: back to forwarding.
 """
 
@@ -61,6 +64,20 @@ class PgProxy:
     def cut(self) -> None:
         self._accepting = False
         self._reset_all()
+
+    def refuse(self) -> None:
+        self._accepting = False
+
+    def upstream_ports(self) -> set[int]:
+        """The local ports of the open connections to the server: its
+        ``pg_stat_activity.client_port`` of the sessions that came through."""
+        ports = set()
+        for _client, server in self._links:
+            sock = server.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    ports.add(sock.getsockname()[1])
+        return ports
 
     def stall(self) -> None:
         self._flowing.clear()

@@ -22,9 +22,11 @@ class Shard:
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def start(cls, url: str, env: dict[str, str] | None = None) -> Shard:
+    async def start(cls, url: str, env: dict[str, str] | None = None, *,
+                    module: str = "shard") -> Shard:
+        """A child running ``tests.reliability.<module> URL`` (the same protocol)."""
         proc = await asyncio.create_subprocess_exec(
-            *child_command("shard", url), env=child_env(**(env or {})),
+            *child_command(module, url), env=child_env(**(env or {})),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, limit=2**24)
         shard = cls(proc)
@@ -76,10 +78,10 @@ class Shard:
 
 
 @contextlib.asynccontextmanager
-async def shards(url: str, n: int,
-                 env: dict[str, str] | None = None) -> AsyncIterator[list[Shard]]:
+async def shards(url: str, n: int, env: dict[str, str] | None = None, *,
+                 module: str = "shard") -> AsyncIterator[list[Shard]]:
     """``n`` shard processes on ``url`` (``env``: extra environment, e.g. settings)."""
-    started = await asyncio.gather(*(Shard.start(url, env) for _ in range(n)))
+    started = await asyncio.gather(*(Shard.start(url, env, module=module) for _ in range(n)))
     try:
         yield list(started)
     finally:

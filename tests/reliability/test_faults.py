@@ -248,3 +248,48 @@ async def test_sqlite_full_then_space_again(tmp_path: Path, caplog: pytest.LogCa
         await check_recovered(stm, url)
         assert os.path.getsize(db) > 0
     add_figure(figures, "faults_injected", faults)
+
+
+@pytest.mark.postgres
+async def test_postgres_sessions_ended_by_the_server(pg_url: str,
+                                                     figures: dict[str, Any]) -> None:
+    """A restarting PostgreSQL ends every session (FATAL 57P01) before it
+    closes the sockets. A call that starts on such a pooled connection in
+    between fails with a StorageError (never the driver's own error), and the
+    connection is replaced: the calls after it work."""
+    import asyncpg
+
+    from tests.conftest import asyncpg_dsn, postgres_base_url
+
+    alone = attrs.evolve(FAST, cross_process_invalidation=False)
+    base = postgres_base_url()
+    assert base is not None
+    admin = await asyncpg.connect(asyncpg_dsn(base))
+    faults = 0
+    try:
+        async with open_store(pg_url, settings=alone, clock=ManualClock(),
+                              load_entrypoints=False) as stm:
+            await seed(stm)
+            pool = stm.adapter._pool  # type: ignore[attr-defined]
+            for _ in range(5):
+                # asyncpg has no public list of a pool's connections.
+                pids = [h._con.get_server_pid() for h in pool._holders
+                        if h._con is not None and not h._con.is_closed()]
+                assert pids
+                for pid in pids:
+                    assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+                outcomes = []
+                for _ in range(len(pids) + 1):
+                    try:
+                        await stm.adapter.load_server_settings(SERVER)
+                        outcomes.append("ok")
+                    except StorageError:
+                        outcomes.append("failed")
+                faults += outcomes.count("failed")
+                # Each ended connection fails at most one call.
+                assert outcomes[-1] == "ok" and outcomes.count("failed") <= len(pids)
+            await one_turn(stm, warm_turn(), "after the sessions ended")
+            assert await cache_problems(stm) == []
+    finally:
+        await admin.close()
+    add_figure(figures, "faults_injected", faults)

@@ -82,8 +82,8 @@ def wrong_values(rule: Rule) -> list[Any]:
                 None if not rule.optional else "x"]
     if rule.kind == "flag":
         return [*common, 1, 0, "yes", None]
-    if rule.kind == "choice":
-        return [*common, "OFF", 1, None]
+    if rule.kind == "choice":  # an optional choice takes None (unset), never a misspelling
+        return [*common, "OFF", 1, None if not rule.optional else "Stable"]
     if rule.kind in {"key", "tool"}:
         return [*common, "", "two words", "x" * 65, 5]
     return [*common, "", "   ", 5]
@@ -113,8 +113,11 @@ def test_range_ends_are_accepted(name: str) -> None:
         assert getattr(Settings.from_env({rule.var: "off"}), name) is False
         assert getattr(Settings.from_env({rule.var: "YES"}), name) is True
     elif rule.kind == "choice":
-        assert getattr(Settings.from_env({rule.var: rule.choices[-1].lower()}), name) \
-            .upper() == rule.choices[-1]
+        for choice in rule.choices:
+            assert getattr(Settings.from_env({rule.var: choice}), name) == choice
+            if choice.isupper():  # upper-case choices are read in any case
+                assert getattr(Settings.from_env({rule.var: choice.lower()}), name) \
+                    .upper() == choice
     elif rule.kind in {"key", "tool"}:
         for key in ("x", "my_plugin-2", "k" * 64):
             assert getattr(Settings.from_env({rule.var: key}), name) == key

@@ -175,6 +175,8 @@ async def test_listener_reconnects_and_staleness_are_reported(pg_url: str, open_
             await asyncio.sleep(0.05)
         assert listener.stats.connects >= 2
     assert collected.value("stm.listener.reconnects") == before + 1
+    # A closed store's listener is not reported as disconnected.
+    assert collected.value("stm.listener.disconnected") == 0
 
 
 def test_without_an_sdk_stm_never_imports_opentelemetry(tmp_path: Path) -> None:
