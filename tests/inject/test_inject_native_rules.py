@@ -73,6 +73,7 @@ def test_the_depth_helpers_keep_tool_calls_together_unless_told_not_to() -> None
     # Users only: the first user message is the 2nd turn from the end.
     assert dialogue_insertion_index(TOOL_GROUP, 2, is_dialogue=is_user) == 0
     assert insert_at_dialogue_depth(TOOL_GROUP, "x", 2, is_dialogue=is_user).index("x") == 0
+    assert insert_at_dialogue_depth(TOOL_GROUP, "x", 2, is_dialogue=lambda m: True).index("x") == 1
     assert insert_at_dialogue_depth(TOOL_GROUP, "x", 2, is_dialogue=lambda m: True,
                                     protect_tool_calls=False).index("x") == 2
 

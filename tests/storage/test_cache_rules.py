@@ -176,9 +176,9 @@ def test_each_drop_removes_its_view_moves_the_epoch_and_counts_one_invalidation(
     cache.put_settings(ServerSettings(server_id="g"))
     cached_with_rows(cache, record(MemoryKey.user("u", "c", None, None), 1, "x"))
     epochs = [cache.epoch]
-    cache.drop_settings("g")
-    epochs.append(cache.epoch)
     cache.drop_user("u")
+    epochs.append(cache.epoch)
+    cache.drop_settings("g")
     epochs.append(cache.epoch)
     assert cache.settings.peek("g") is None and cache.users.peek("u") is None
     assert epochs[0] != epochs[1] != epochs[2]
