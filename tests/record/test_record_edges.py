@@ -65,3 +65,9 @@ async def test_a_stored_user_line_keeps_its_author_id(stm: Stm) -> None:
 async def test_a_turn_without_a_channel_is_skipped_as_no_channel(stm: Stm) -> None:
     result = await stm.record_turn(guild_turn(channel_id=""), [user("hi")], [reply("yo")])
     assert (result.recorded, result.skipped_reason) == (False, "no_channel")
+
+
+async def test_a_dm_row_takes_the_lineage_of_the_persona_that_replied(stm: Stm) -> None:
+    await stm.record_turn(dm_turn(), [user("hi")], [reply("yo", "p2", lineage="L2")])
+    stored = await row(stm, MemoryKey.user("u1", "d1", "p2", None))
+    assert stored.persona_lineage_id == "L2"
