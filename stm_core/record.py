@@ -43,6 +43,14 @@ def clean_content(text: str, annotations: re.Pattern[str] | None,
     return text
 
 
+def _clean(text: str, annotations: re.Pattern[str] | None, max_length: int | None) -> str:
+    """:func:`clean_content`, with the usual line (one short line without
+    ``[``) done inline: strip it, nothing else applies."""
+    if "\n" in text or "[" in text or (max_length is not None and len(text) > max_length):
+        return clean_content(text, annotations, max_length)
+    return text.strip()
+
+
 def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[PersonaResponse],
                    *, annotations: re.Pattern[str] | None, now_ms: int,
                    keep: int, max_length: int | None = None) -> tuple[CrudeMessage, ...]:
@@ -57,7 +65,7 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
     for response in reversed(responses):
         if len(newest_first) == keep:
             break
-        content = clean_content(response.content, annotations, max_length)
+        content = _clean(response.content, annotations, max_length)
         if content:
             newest_first.append(CrudeMessage(role="model", content=content,
                                              speaker_name=response.persona_name,
@@ -68,7 +76,7 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
         author = message.author_type
         if author == "other":
             continue
-        content = clean_content(message.content, annotations, max_length)
+        content = _clean(message.content, annotations, max_length)
         if content:
             newest_first.append(CrudeMessage(role="user" if author == "user" else "model",
                                              content=content,
