@@ -8,6 +8,7 @@ from stm_core.store import Stm
 from .support import (
     ART,
     QUEST,
+    OpenStm,
     capture,
     make_turn,
     same_text,
@@ -140,3 +141,22 @@ async def test_category_labels_are_stripped_in_summary_mode(stm: Stm) -> None:
     ctx = await stm.build_context(make_turn())
     assert ctx.nudge_item is not None
     assert ctx.nudge_item.text == "Update category_labels now."
+
+
+
+async def test_an_override_that_renders_to_nothing_inserts_no_empty_nudge(
+        open_stm: OpenStm, backend_url: str) -> None:
+    """An override made only of a macro that expands to nothing gives an
+    empty nudge text; an empty message is never put into the prompt."""
+    from hookspecs import hookimpl
+
+    class Silent:
+        @hookimpl
+        def stm_prompt_macros(self) -> dict[str, str]:
+            return {"nothing": ""}
+
+    async with open_stm(backend_url, plugins=[Silent()]) as stm:
+        await set_settings(stm, update_nudge_override="{nothing}")
+        await due(stm)
+        ctx = await stm.build_context(make_turn())
+    assert ctx.nudge_item is None

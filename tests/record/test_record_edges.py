@@ -46,3 +46,28 @@ async def test_an_empty_persona_id_is_the_same_row_as_no_persona(stm: Stm) -> No
     assert result.counters == {"": 2}
     record = await row(stm, MemoryKey.server("g1", "c1", None))
     assert [m.content for m in record.messages] == ["two", "second"]
+
+
+async def test_replies_with_an_empty_and_no_persona_id_count_the_turn_once(stm: Stm) -> None:
+    result = await stm.record_turn(guild_turn(persona_id=None), [user("one")],
+                                   [reply("first", "", lineage=None),
+                                    reply("second", None, lineage=None)])
+    assert result.counters == {"": 1}
+    assert (await row(stm, MemoryKey.server("g1", "c1", None))).turns_since_refresh == 1
+
+
+async def test_a_stored_user_line_keeps_its_author_id(stm: Stm) -> None:
+    await stm.record_turn(guild_turn(), [attrs.evolve(user("hi"), author_id="42")],
+                          [reply("yo")])
+    assert [m.author_id for m in (await row(stm, SERVER_KEY)).messages] == ["42", None]
+
+
+async def test_a_turn_without_a_channel_is_skipped_as_no_channel(stm: Stm) -> None:
+    result = await stm.record_turn(guild_turn(channel_id=""), [user("hi")], [reply("yo")])
+    assert (result.recorded, result.skipped_reason) == (False, "no_channel")
+
+
+async def test_a_dm_row_takes_the_lineage_of_the_persona_that_replied(stm: Stm) -> None:
+    await stm.record_turn(dm_turn(), [user("hi")], [reply("yo", "p2", lineage="L2")])
+    stored = await row(stm, MemoryKey.user("u1", "d1", "p2", None))
+    assert stored.persona_lineage_id == "L2"

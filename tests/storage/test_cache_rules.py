@@ -3,9 +3,9 @@ write committed meanwhile, and the maximum age of a view."""
 
 from __future__ import annotations
 
-from stm_core.cache import LRU, MemoryCache, MemoryView
+from stm_core.cache import LRU, MemoryCache, MemoryView, UserView
 from stm_core.settings import Settings
-from stm_core.storage.records import MemoryKey, MemoryRecord
+from stm_core.storage.records import MemoryKey, MemoryRecord, ServerSettings, UserPrefs
 from tests.conftest import OpenStm
 from tests.pipeline.support import make_turn, server_key, write
 from tests.pipeline.test_robustness import counting
@@ -87,3 +87,110 @@ async def test_servers_beyond_the_cache_bound_reload_from_storage(open_stm: Open
         await stm.build_context(make_turn(server_id="A", channel_id="1"))
         assert proxy.calls, "server A was evicted and must be read again"
         assert len(stm.cache.servers) == 2 and len(stm.cache.settings) <= 2
+
+
+def test_every_expired_entry_is_counted() -> None:
+    now = [0]
+    lru: LRU[str, int] = LRU(10)
+    lru.expire_after(100, lambda: now[0])
+    lru.put("a", 1)
+    lru.put("b", 2)
+    now[0] = 101
+    assert lru.get("a") is None and lru.get("b") is None
+    assert lru.expired == 2
+
+
+def test_a_row_updated_at_the_drop_time_may_be_missing_from_a_full_view() -> None:
+    """``dropped_through_ms`` is inclusive: a row updated in the same
+    millisecond as the dropped one may be gone too, so a probe asks the database."""
+    view = MemoryView(max_rows=1)
+    view.apply(record(MemoryKey.server("g", "old", None), 10, "dropped"))
+    view.apply(record(MemoryKey.server("g", "new", None), 20, "kept"))
+    assert view.dropped_through_ms == 10
+    assert view.may_lack(10) and view.may_lack(9)
+    assert not view.may_lack(11)
+
+
+def cached_with_rows(cache: MemoryCache, *rows: MemoryRecord) -> None:
+    for row in rows:
+        key = row.key
+        if key.scope_kind == "server":
+            if cache.servers.peek(key.server_id) is None:
+                cache.servers.put(key.server_id, cache.new_view([]))
+        elif cache.users.peek(key.user_id) is None:
+            cache.users.put(key.user_id, UserView(UserPrefs(user_id=key.user_id),
+                                                   cache.new_view([])))
+    cache.apply(rows)
+
+
+def test_a_purge_forgets_old_rows_of_every_cached_view_and_keeps_the_cutoff_row() -> None:
+    """The janitor deletes rows with ``updated_at_ms < cutoff``; the cache
+    mirrors exactly that, in every server and user view."""
+    cache = MemoryCache(max_servers=4, max_users=4)
+    old = [record(MemoryKey.server(g, "c", None), 5, "old") for g in ("g1", "g2")]
+    old.append(record(MemoryKey.user("u", "c", None, None), 5, "old"))
+    at_cutoff = [record(MemoryKey.server(g, "d", None), 10, "at cutoff") for g in ("g1", "g2")]
+    at_cutoff.append(record(MemoryKey.user("u", "d", None, None), 10, "at cutoff"))
+    cached_with_rows(cache, *old, *at_cutoff)
+    cache.forget_older_than(10)
+    assert [cache.cached_record(r.key) for r in old] == [None, None, None]
+    assert [cache.cached_record(r.key) for r in at_cutoff] == at_cutoff
+
+
+def test_cached_record_reads_the_view_of_the_keys_scope_only() -> None:
+    cache = MemoryCache(max_servers=4, max_users=4)
+    server_row = record(MemoryKey.server("g", "c", None), 1, "server")
+    user_row = record(MemoryKey.user("u", "c", None, None), 1, "user")
+    cached_with_rows(cache, server_row, user_row)
+    assert cache.cached_record(server_row.key) == server_row
+    assert cache.cached_record(user_row.key) == user_row
+    assert cache.cached_record(MemoryKey.server("g", "other", None)) is None
+    assert cache.cached_record(MemoryKey.server("not cached", "c", None)) is None
+    assert cache.cached_record(MemoryKey.user("not cached", "c", None, None)) is None
+
+
+def test_a_scope_is_held_while_cached_or_loading_and_not_otherwise() -> None:
+    cache = MemoryCache(max_servers=4, max_users=4)
+    key = MemoryKey.server("g", "c", None)
+    user_key = MemoryKey.user("u", "c", None, None)
+    assert not cache.holds_scope(key) and not cache.holds_scope(user_key)
+    cache.begin_load("server", "g")
+    assert cache.holds_scope(key) and not cache.holds_scope(user_key)
+    cache.end_load("server", "g", None)
+    assert not cache.holds_scope(key)
+    cached_with_rows(cache, record(user_key, 1, "x"))
+    assert cache.holds_scope(user_key) and not cache.holds_scope(key)
+
+
+def test_size_counts_settings_servers_and_users() -> None:
+    cache = MemoryCache(max_servers=4, max_users=4)
+    cache.put_settings(ServerSettings(server_id="g"))
+    cached_with_rows(cache, record(MemoryKey.server("g", "c", None), 1, "x"),
+                     record(MemoryKey.user("u1", "c", None, None), 1, "x"),
+                     record(MemoryKey.user("u2", "c", None, None), 1, "x"))
+    assert cache.size() == 1 + 1 + 2
+
+
+def test_each_drop_removes_its_view_moves_the_epoch_and_counts_one_invalidation() -> None:
+    cache = MemoryCache(max_servers=4, max_users=4)
+    cache.put_settings(ServerSettings(server_id="g"))
+    cached_with_rows(cache, record(MemoryKey.user("u", "c", None, None), 1, "x"))
+    epochs = [cache.epoch]
+    cache.drop_user("u")
+    epochs.append(cache.epoch)
+    cache.drop_settings("g")
+    epochs.append(cache.epoch)
+    assert cache.settings.peek("g") is None and cache.users.peek("u") is None
+    assert epochs[0] != epochs[1] != epochs[2]
+    assert cache.stats.invalidations == 2
+
+
+def test_popped_entries_leave_no_stored_time_behind() -> None:
+    """The age bookkeeping is bounded like the map: nothing is kept for keys
+    that left it."""
+    lru: LRU[int, int] = LRU(10)
+    lru.expire_after(1_000, lambda: 0)
+    for key in range(100):
+        lru.put(key, key)
+        lru.pop(key)
+    assert len(lru) == 0 and len(lru._stored_at) == 0

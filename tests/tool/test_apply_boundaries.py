@@ -3,6 +3,8 @@ arguments that are empty or not an object."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from stm_core.models import Turn
@@ -82,3 +84,12 @@ async def test_a_refused_call_leaves_the_turn_free_to_try_again(stm: Stm) -> Non
     turn = guild_turn()
     assert not (await stm.apply_tool_call(turn, "[]")).ok
     assert (await stm.apply_tool_call(turn, {"summary": "now valid"})).ok
+
+
+async def test_a_cut_is_logged_with_the_field_and_both_lengths(
+        stm: Stm, caplog: pytest.LogCaptureFixture) -> None:
+    limit = stm.settings.max_summary_length
+    with caplog.at_level(logging.INFO, logger="stm.tool.apply"):
+        await stm.apply_tool_call(guild_turn(), {"summary": "c" * (limit + 5)})
+    assert [r.getMessage() for r in caplog.records if r.name == "stm.tool.apply"] == [
+        f"update_short_term_memory: summary truncated from {limit + 5} to {limit} characters"]

@@ -153,7 +153,8 @@ async def test_no_usable_category_field_writes_nothing(stm: Stm, configure: Conf
     await configure("g1", categories=CATEGORIES)
     result = await stm.apply_tool_call(guild_turn(), {"goals": "", "hp_mp": None})
     assert (result.ok, result.code) == (False, "no_category_fields")
-    assert "goals, hp_mp, party_status" in result.message
+    assert result.message == ("At least one category field must be provided: "
+                              "goals, hp_mp, party_status.")
     assert await stm.adapter.get_memory(SERVER_KEY) is None
 
 
