@@ -80,7 +80,8 @@ def render_intro(console: Console, transcript: Transcript, database: str) -> Non
         cast.add_row("", channels)
     for persona in transcript.personas.values():
         cast.add_row(persona.name, Text(f"persona {persona.id}, lineage {persona.lineage}, "
-                                        f"provider {persona.provider}"))
+                                        f"provider {persona.provider}"
+                                        + (f", model {persona.model}" if persona.model else "")))
     dms = [c.name for c in transcript.channels.values() if c.server is None]
     if dms:
         cast.add_row("DMs", Text(", ".join(dms)))

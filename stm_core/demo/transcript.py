@@ -36,6 +36,9 @@ class Persona:
     lineage: str
     name: str
     provider: str
+    #: The provider's model (``Turn.model``): gates, phrasing and the tool
+    #: format may look at it.
+    model: str | None
     has_tools: bool
     role: str
 
@@ -187,9 +190,10 @@ def _personas(raw: dict[str, Any]) -> dict[str, Persona]:
     personas = {}
     for key, value in raw.items():
         r = _Reader(value, f"personas.{key}",
-                    {"id", "lineage", "name", "provider", "has_tools", "role"})
+                    {"id", "lineage", "name", "provider", "model", "has_tools", "role"})
         personas[key] = Persona(key=key, id=r.text("id"), lineage=r.text("lineage"),
                                 name=r.text("name"), provider=r.text("provider"),
+                                model=r.optional_text("model"),
                                 has_tools=r.flag("has_tools"), role=r.text("role"))
     return personas
 

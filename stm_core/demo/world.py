@@ -54,7 +54,7 @@ class World:
             parent_channel_id=parent,
             persona_id=persona.id, persona_lineage_id=persona.lineage,
             bot_name=persona.name, triggerer_name=user.name,
-            provider=persona.provider, has_tools=persona.has_tools,
+            provider=persona.provider, model=persona.model, has_tools=persona.has_tools,
             server_name=None if server is None else server.name,
             channel_name=channel.name,
             user_names=self._user_names, channel_names=self._channel_names,

@@ -10,6 +10,7 @@ import attrs
 from stm_core.demo.results import DemoResult, TurnRecord
 from stm_core.demo.runner import TEMPORARY_DATABASE, run_demo
 from stm_core.demo.transcript import Transcript
+from stm_core.demo.world import World
 from stm_core.settings import DEFAULT_REFRESH_CADENCE, Settings
 from stm_core.slugs import slugify
 
@@ -277,3 +278,10 @@ def test_the_prompt_budget_at_work(replayed: DemoResult) -> None:
         if "same_channel" in free_kinds and "other_channels" in held_kinds:
             assert "same_channel" in held_kinds
     assert all(r.budget_tokens == 2000 and r.memory_tokens <= 2000 for r in replayed.turns)
+
+
+def test_every_demo_turn_names_its_persona_s_model(transcript: Transcript) -> None:
+    world = World(transcript)
+    turns = [world.turn(scripted) for scripted in transcript.turns]
+    assert turns and all(t.model for t in turns)
+    assert {t.model for t in turns} == {p.model for p in transcript.personas.values()}
