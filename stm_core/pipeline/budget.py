@@ -15,7 +15,7 @@ fits:
 The same-channel memory is what the model is working with right now, so it
 is the last thing to shrink. The nudge is counted but never cut: it is one
 short instruction. Under budget (the usual turn) this stage costs one count
-per emitted text.
+per emitted text; with the budget off (0) it counts nothing.
 """
 
 from __future__ import annotations
@@ -44,15 +44,18 @@ def fit_budget(budget: int, count: TokenCounter, *, nudge: str | None,
                render_other: RenderOther, entries: int, raw_lines: int,
                same_body: str | None, render_same: Callable[[str], str]) -> Block:
     """The largest block that fits ``budget`` tokens, degraded in the order above."""
-    fixed = count(nudge) if nudge else 0
     same = render_same(same_body) if same_body is not None else None
+    if budget <= 0:  # no budget: nothing to count
+        other, newest = render_other(entries, raw_lines) if entries else (None, None)
+        return Block(other=other, same=same, newest_other_ms=newest)
+    fixed = count(nudge) if nudge else 0
     same_cost = count(same) if same else 0
 
     def fits(other: str | None) -> bool:
         return fixed + same_cost + (count(other) if other else 0) <= budget
 
     other, newest = render_other(entries, raw_lines) if entries else (None, None)
-    if budget <= 0 or fits(other):
+    if fits(other):
         return Block(other=other, same=same, newest_other_ms=newest)
     for raw in range(raw_lines - 1, -1, -1):
         other, newest = render_other(entries, raw)

@@ -10,6 +10,7 @@ from hookspecs import hookimpl
 from stm_core.clock import ManualClock
 from stm_core.errors import ConfigurationError
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext
+from stm_core.pipeline.budget import fit_budget
 from stm_core.profile import ProfileCache
 from stm_core.settings import RULES, Settings
 from stm_core.store import Stm
@@ -202,3 +203,23 @@ async def test_a_servers_budget_beats_the_process_setting(seeded: Stm) -> None:
     reset = await seeded.admin.reset_server_params("G", names=["prompt_budget_tokens"])
     assert reset.prompt_budget_tokens == 100 and "prompt_budget_tokens" in reset.defaults
     assert cost(await seeded.build_context(make_turn())) <= 100
+
+
+def test_without_a_budget_nothing_is_counted() -> None:
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text)
+
+    block = fit_budget(0, count, nudge="refresh", entries=2, raw_lines=3,
+                       render_other=lambda kept, raw: (f"{kept} channels, {raw} lines", 7),
+                       same_body="goals", render_same=lambda body: f"[{body}]")
+    assert (block.other, block.same, block.newest_other_ms) == ("2 channels, 3 lines",
+                                                                 "[goals]", 7)
+    assert counted == []
+    # With a budget the same block is counted, and kept whole when it fits.
+    assert fit_budget(1000, count, nudge="refresh", entries=2, raw_lines=3,
+                      render_other=lambda kept, raw: (f"{kept} channels, {raw} lines", 7),
+                      same_body="goals", render_same=lambda body: f"[{body}]") == block
+    assert counted
