@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 import sys
@@ -45,6 +44,7 @@ from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
 
 from .support import cache_problems
+from .worker_io import commands, say
 
 LOAD_SERVER = "load"
 SHARED_CHANNEL = "busy"
@@ -56,11 +56,6 @@ PROBE_GAP_S = 0.05
 STEP_PAUSE_S = 0.02
 WATCH_PAUSE_S = 0.005
 MARKER = re.compile(r"<v(\d+)>")
-
-
-def say(**fields: Any) -> None:
-    sys.stdout.write(json.dumps(fields) + "\n")
-    sys.stdout.flush()
 
 
 def own_server(index: int) -> str:
@@ -212,14 +207,8 @@ async def main(url: str) -> None:
         loop = asyncio.get_running_loop()
         run: Run | None = None
         tasks: list[asyncio.Task[None]] = []
-        while True:
-            line = await loop.run_in_executor(None, sys.stdin.readline)
-            if not line:
-                break
-            cmd = json.loads(line)
+        async for cmd in commands():
             op = cmd["op"]
-            if op == "quit":
-                break
             if op == "start":
                 run = Run(stm, cmd["index"], caught)
                 probe = run.write_probe if cmd["probe"] == "write" else run.watch_probe

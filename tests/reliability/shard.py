@@ -19,7 +19,6 @@ on stdin, answering one JSON line each on stdout:
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import sys
 import time
@@ -32,12 +31,9 @@ from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey, MemoryWrite
 from stm_core.store import Stm, open_store
 
+from .worker_io import commands, say
+
 MARKER = re.compile(r"<v(\d+)>")
-
-
-def say(**fields: Any) -> None:
-    sys.stdout.write(json.dumps(fields) + "\n")
-    sys.stdout.flush()
 
 
 def turn(server: str, channel: str, **kw: Any) -> Turn:
@@ -93,14 +89,8 @@ async def main(url: str) -> None:
         say(event="ready")
         loop = asyncio.get_running_loop()
         tasks: set[asyncio.Task[None]] = set()
-        while True:
-            line = await loop.run_in_executor(None, sys.stdin.readline)
-            if not line:
-                break
-            cmd = json.loads(line)
+        async for cmd in commands():
             op = cmd["op"]
-            if op == "quit":
-                break
             if op == "warm":
                 await stm.build_context(turn(cmd["server"], cmd["channel"]))
                 say(event="warm")
