@@ -32,7 +32,8 @@ def clean_content(text: str, annotations: re.Pattern[str] | None,
                   max_length: int | None = None) -> str:
     """Strip turn-ephemeral annotations and the whitespace they leave behind:
     spaces and tabs before a newline, more than one blank line, the ends;
-    then cut to ``max_length`` characters, marked."""
+    then cut to ``max_length`` characters, marked. Each step runs only when
+    the text needs it, so the usual short line costs one strip."""
     if annotations is not None and "[" in text:
         text = annotations.sub("", text)
     if "\n" in text:
@@ -41,14 +42,6 @@ def clean_content(text: str, annotations: re.Pattern[str] | None,
     if max_length is not None:
         text = cut(text, max_length, LINE_TRUNCATION_MARK)
     return text
-
-
-def _clean(text: str, annotations: re.Pattern[str] | None, max_length: int | None) -> str:
-    """:func:`clean_content`, with the usual line (one short line without
-    ``[``) done inline: strip it, nothing else applies."""
-    if "\n" in text or "[" in text or (max_length is not None and len(text) > max_length):
-        return clean_content(text, annotations, max_length)
-    return text.strip()
 
 
 def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[PersonaResponse],
@@ -65,7 +58,7 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
     for response in reversed(responses):
         if len(newest_first) == keep:
             break
-        content = _clean(response.content, annotations, max_length)
+        content = clean_content(response.content, annotations, max_length)
         if content:
             newest_first.append(CrudeMessage(role="model", content=content,
                                              speaker_name=response.persona_name,
@@ -76,7 +69,7 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
         author = message.author_type
         if author == "other":
             continue
-        content = _clean(message.content, annotations, max_length)
+        content = clean_content(message.content, annotations, max_length)
         if content:
             newest_first.append(CrudeMessage(role="user" if author == "user" else "model",
                                              content=content,
