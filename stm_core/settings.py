@@ -60,6 +60,8 @@ MINUTE_MS = 60_000
 DAY_MS = 86_400_000
 #: What a render mode key may look like (the plugins decide which exist).
 RENDER_MODE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+#: A prompt budget in tokens, the process's or a server's (0: none).
+PROMPT_BUDGET_RANGE = (0, 1_000_000)
 #: Room for the truncation mark and some text.
 MIN_STORED_LINE_LENGTH = 40
 #: What every provider accepts as a function name.
@@ -216,7 +218,7 @@ RULES: dict[str, Rule] = {
     "unheard_cache_max_age_seconds": Rule(
         var="STM_UNHEARD_CACHE_MAX_AGE_SECONDS", kind="float",
         low=UNHEARD_CACHE_MAX_AGE_RANGE[0], high=UNHEARD_CACHE_MAX_AGE_RANGE[1]),
-    "prompt_budget_tokens": _int("STM_PROMPT_BUDGET_TOKENS", 0, 1_000_000),
+    "prompt_budget_tokens": _int("STM_PROMPT_BUDGET_TOKENS", *PROMPT_BUDGET_RANGE),
     "max_stored_line_length": _int("STM_MAX_STORED_LINE_LENGTH", MIN_STORED_LINE_LENGTH,
                                    1_000_000),
     "long_term_memory_tool": Rule(var="STM_LONG_TERM_MEMORY_TOOL", kind="tool", optional=True),
@@ -357,10 +359,7 @@ ENV_VARS: dict[str, str] = {rule.var: name for name, rule in RULES.items()}
 REFRESH_CADENCE_RANGE = (1, 100)
 NUDGE_DEPTH_RANGE = (0, 20)
 CONTENT_DEPTH_RANGE = (-1, 20)
-#: A server's prompt budget in tokens (0: none).
-PROMPT_BUDGET_RANGE = (0, 1_000_000)
 RENDER_MODES_BUILTIN = ("crude_summary", "supersede")
-MEMORY_HISTORY_RANGE = (0, 100)
 DEFAULT_REFRESH_CADENCE = 5
 DEFAULT_RENDER_MODE = "crude_summary"
 DEFAULT_NUDGE_DEPTH = 2
