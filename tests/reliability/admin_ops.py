@@ -98,6 +98,10 @@ async def drive(stm: Stm, tag: str, n: int) -> dict[str, Any]:
                 PARAMS, names=["content_injection_depth"])),
             call("content_injection_depth", i % 20, admin.set_server_params(
                 PARAMS, content_injection_depth=i % 20)),
+            call("cache_policy", ("stable", "freshness")[i % 2], admin.set_server_params(
+                PARAMS, cache_policy=("stable", "freshness")[i % 2])),
+            call("prompt_budget_tokens", 100 + i, admin.set_server_params(
+                PARAMS, prompt_budget_tokens=100 + i)),
             call("nudge", f"n {me}", admin.set_prompts(PROMPTS, nudge=f"n {me}")),
             call("tool_description", f"t {me}", admin.set_prompts(
                 PROMPTS, tool_description=f"t {me}")),
@@ -148,7 +152,8 @@ async def lost_updates(stm: Stm, acks: dict[str, list[Any]], tags: list[str],
     expect(replaced in acks["replace"], f"channel list {replaced} is no call's")
 
     params = await adapter.load_server_settings(PARAMS)
-    for name in ("refresh_cadence", "nudge_injection_depth", "content_injection_depth"):
+    for name in ("refresh_cadence", "nudge_injection_depth", "content_injection_depth",
+                 "cache_policy", "prompt_budget_tokens"):
         expect(getattr(params, name) in acks[name], f"{name}={getattr(params, name)!r} "
                "is no call's")
     prompts = await adapter.load_server_settings(PROMPTS)
