@@ -43,6 +43,9 @@ def stm_command() -> list[str]:
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("STM_VERIFY_PRECOMPILED_SQL", None)  # a test-suite check, not what users run
+    # An installed package runs from bytecode (pip compiles it); with this set,
+    # every run would compile stm's own modules again and time the compiler.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 

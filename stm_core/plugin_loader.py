@@ -16,7 +16,6 @@ the environment. This loader walks the entry points itself, in a fixed order:
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
 import re
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
+from stm_core import dist_scan
 from stm_core.errors import ConfigurationError, PluginError
 from stm_core.hookimpl_checks import (
     implementation_errors,
@@ -34,6 +34,8 @@ from stm_core.hookimpl_checks import (
 from stm_core.settings import parse_flag
 
 if TYPE_CHECKING:
+    import importlib.metadata
+
     from stm_core.plugins import StmPluginManager
 
 log = logging.getLogger("stm.plugin_loader")
@@ -169,11 +171,19 @@ def discover_entry_points(group: str = ENTRY_POINT_GROUP) -> list[EntryPointRef]
     depend on how the environment happens to list its distributions. A
     distribution found twice on ``sys.path`` counts once.
     """
+    if dist_scan.declares_entry_point_group(group) is False:
+        return []  # the usual case of a short command: importlib.metadata never loads
+    import importlib.metadata
+
     refs: dict[tuple[str, str], EntryPointRef] = {}
     for dist in importlib.metadata.distributions():
         try:
-            dist_name = dist.metadata["Name"] or "unknown"
+            # Entry points first: most distributions have none of ours, and
+            # their METADATA (an email-format parse each) need not be read.
             eps = [ep for ep in dist.entry_points if ep.group == group]
+            if not eps:
+                continue
+            dist_name = dist.metadata["Name"] or "unknown"
         except Exception:  # broken metadata must not stop discovery
             log.warning("skipping a distribution with unreadable metadata at %s",
                         getattr(dist, "_path", "?"), exc_info=True)

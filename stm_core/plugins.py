@@ -19,8 +19,8 @@ unless strict mode is on.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
-import importlib.metadata
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -29,6 +29,7 @@ from types import ModuleType
 import pluggy
 
 from hookspecs import PROJECT_NAME, SPEC_CLASSES
+from stm_core import dist_scan
 from stm_core.errors import PluginError, PluginWarning
 from stm_core.hookimpl_checks import (
     implementation_errors,
@@ -267,7 +268,14 @@ def plugin_name(plugin: object, pm: pluggy.PluginManager | None = None) -> str:
     return candidate
 
 
+@functools.cache
 def stm_version() -> str | None:
+    """The installed stm's version (``None`` when it runs uninstalled)."""
+    found = dist_scan.installed_version(STM_DISTRIBUTION)
+    if found is not None:
+        return found
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(STM_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:

@@ -108,14 +108,21 @@ def checker_for(name: str, hint: object) -> Check | None:
     return _optional(CHECKS[kind]) if optional else CHECKS[kind]
 
 
-def _wrap(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
+def _checks_of(method: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Check]]:
     signature = inspect.signature(method)
     hints = typing.get_type_hints(method)
-    checks = {name: check for name in signature.parameters
-              if name in hints and (check := checker_for(name, hints[name])) is not None}
+    return signature, {name: check for name in signature.parameters
+                       if name in hints and (check := checker_for(name, hints[name])) is not None}
+
+
+def _wrap(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
+    # Worked out on the first call, not at import: a command makes one or two
+    # admin calls, and reading every method's hints up front slows its start.
+    checks_of = functools.cache(lambda: _checks_of(method))
 
     @functools.wraps(method)
     async def checked(*args: Any, **kwargs: Any) -> Any:
+        signature, checks = checks_of()
         bound = signature.bind(*args, **kwargs)  # a call of the wrong shape: TypeError
         for name, check in checks.items():
             if name in bound.arguments:

@@ -12,13 +12,16 @@ like the admin calls do, before anything is written.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
 
 from stm_core.errors import ValidationError
 from stm_core.storage.records import ServerSettings
+
+if TYPE_CHECKING:
+    import cattrs
 
 FORMAT_NAME = "stm-server-config"
 FORMAT_VERSION = 1
@@ -78,14 +81,15 @@ def _strict(kind: type[Any]) -> Any:
     return structure
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def _converter() -> cattrs.Converter:
+    # Made on first use: cattrs is slow to import and most commands never need it.
+    import cattrs
+
     converter = cattrs.Converter(forbid_extra_keys=True)
     for kind in (int, str, bool):
         converter.register_structure_hook(kind, _strict(kind))
     return converter
-
-
-_converter = _make_converter()
 
 
 def export_document(stored: ServerSettings) -> dict[str, Any]:
@@ -110,7 +114,7 @@ def export_document(stored: ServerSettings) -> dict[str, Any]:
         privacy=PrivacyDoc(private_channel_ids=sorted(stored.private_channel_ids),
                            bypass=stored.privacy_bypass),
     )
-    result: dict[str, Any] = _converter.unstructure(doc)
+    result: dict[str, Any] = _converter().unstructure(doc)
     return result
 
 
@@ -128,8 +132,10 @@ def parse_document(data: object) -> ServerConfigDoc:
         raise ValidationError(
             f"unsupported configuration version {data.get('version')!r}; this stm reads "
             f"version {FORMAT_VERSION}", field="version", allowed=str(FORMAT_VERSION))
+    import cattrs
+
     try:
-        return _converter.structure(data, ServerConfigDoc)
+        return _converter().structure(data, ServerConfigDoc)
     except cattrs.BaseValidationError as exc:
         problems = cattrs.transform_error(exc, path="$")
         raise ValidationError("invalid server configuration: " + "; ".join(problems),

@@ -8,19 +8,14 @@ from typing import Any
 
 import click
 
-from stm_core.cli.context import context
 from stm_core.cli.logs import LEVELS, configure, level_for
-from stm_core.cli.maintenance import config, db, janitor
-from stm_core.cli.memory import memory
-from stm_core.cli.server import server
 from stm_core.cli.state import CliState
-from stm_core.cli.user import user
 from stm_core.settings import Settings
 
 
 class LazyGroup(click.Group):
-    """A group whose heavier subcommands are imported only when used, so
-    every other command starts quickly."""
+    """A group whose subcommands are imported only when used: a command
+    loads its own module and what that needs, not every other command's."""
 
     def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -39,8 +34,15 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
-#: Written alongside this package; they read ``ctx.obj`` (a CliState).
+#: Every subcommand, by module; they read ``ctx.obj`` (a CliState).
 LAZY_COMMANDS = {
+    "server": "stm_core.cli.server:server",
+    "memory": "stm_core.cli.memory:memory",
+    "user": "stm_core.cli.user:user",
+    "context": "stm_core.cli.context:context",
+    "janitor": "stm_core.cli.maintenance:janitor",
+    "db": "stm_core.cli.maintenance:db",
+    "config": "stm_core.cli.maintenance:config",
     "plugins": "stm_core.cli_plugins:plugins",
     "demo": "stm_core.demo.command:demo",
 }
@@ -77,13 +79,4 @@ def cli(ctx: click.Context, db_url: str | None, json_output: bool, verbose: int,
     configure(level_for(verbose, log_level))
     ctx.obj = CliState(db_url=db_url or None, json_output=json_output,
                        settings=Settings.from_env())
-
-
-cli.add_command(server)
-cli.add_command(memory)
-cli.add_command(user)
-cli.add_command(context)
-cli.add_command(janitor)
-cli.add_command(db)
-cli.add_command(config)
 

@@ -15,8 +15,12 @@ EXTERNAL = {"plugins", "demo"}
 
 
 def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command's path, the lazily imported ones included."""
+    ctx = click.Context(group)
     paths = []
-    for name, command in group.commands.items():
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if name in EXTERNAL:
             continue
         path = (*prefix, name)

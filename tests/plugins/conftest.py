@@ -48,6 +48,11 @@ class FakeSite:
             importlib.metadata.EntryPoint(name=ep, value=value, group=group)
             for ep, value in (entry_points or {}).items()])
         self.distributions.append(dist)
+        # On disk too: the loader's quick scan of sys.path must see the group.
+        folder = self.root / f"{name.replace('-', '_')}-{version}.dist-info"
+        folder.mkdir(exist_ok=True)
+        lines = [f"{ep} = {value}" for ep, value in (entry_points or {}).items()]
+        (folder / "entry_points.txt").write_text("\n".join([f"[{group}]", *lines, ""]))
         return dist
 
 

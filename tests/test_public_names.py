@@ -1,0 +1,58 @@
+"""``stm_core``'s public names are imported on first use (PEP 562): each must
+still be the documented object, whatever else has been imported before."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import stm_core
+
+
+def run_fresh(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True,
+                          capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def test_every_public_name_is_its_object_even_after_every_submodule_is_imported() -> None:
+    out = run_fresh("""
+        import importlib, pkgutil, types
+        import stm_core
+        for info in pkgutil.walk_packages(stm_core.__path__, "stm_core."):
+            if not info.name.startswith(("stm_core.testing", "stm_core.demo")):
+                importlib.import_module(info.name)
+        wrong = [n for n in stm_core.__all__
+                 if isinstance(getattr(stm_core, n), types.ModuleType)]
+        print(wrong)
+    """)
+    assert out == "[]"
+
+
+def test_importing_the_package_loads_no_store_admin_or_storage() -> None:
+    out = run_fresh("""
+        import sys
+        import stm_core
+        heavy = ("stm_core.store", "stm_core.admin", "stm_core.sync", "stm_plugins")
+        print(sorted(m for m in sys.modules if m.startswith(heavy)))
+    """)
+    assert out == "[]"
+
+
+def test_names_load_on_first_use_and_are_listed() -> None:
+    from stm_core import Turn, open_store
+    from stm_core.models import Turn as HomeTurn
+    from stm_core.store import open_store as home_open_store
+
+    assert (Turn, open_store) == (HomeTurn, home_open_store)
+    assert set(stm_core.__all__) <= set(dir(stm_core))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        stm_core.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("no AttributeError")
