@@ -14,7 +14,10 @@ from stm_core.models import HistoryMessage, PersonaResponse
 from stm_core.record import clean_content, crude_messages
 
 ANNOTATIONS = re.compile(r"\[img[^\]]*\]")
-TEXT = st.text(alphabet=st.sampled_from(list("ab [img]\n\t x")), max_size=40)
+#: Whole annotations as well as their parts: random characters alone would
+#: almost never spell one, and then the pattern would go untested.
+TEXT = st.lists(st.sampled_from(["a", "b", " ", "x", "\n", "\t", "[", "]", "[img]",
+                                 "[img x]", "[img"]), max_size=16).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -28,6 +31,13 @@ def test_stored_lines_are_the_cleaned_texts(text: str, limit: int | None,
                             annotations=pattern, now_ms=1, keep=10, max_length=limit)
     cleaned = clean_content(text, pattern, limit)
     assert [m.content for m in stored] == ([cleaned, cleaned] if cleaned else [])
+
+
+def test_a_reply_loses_its_annotations_like_a_history_line() -> None:
+    stored = crude_messages([HistoryMessage(author_type="user", content="see [img cat] here")],
+                            [PersonaResponse(content="nice [img] one", persona_name="Bot")],
+                            annotations=ANNOTATIONS, now_ms=1, keep=10)
+    assert [m.content for m in stored] == ["see  here", "nice  one"]
 
 
 def test_a_list_of_messages_passes_and_a_stray_dict_is_named_by_index() -> None:

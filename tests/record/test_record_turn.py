@@ -9,6 +9,7 @@ import pytest
 from stm_core.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
+from stm_core.settings import Settings
 from stm_core.storage.records import CaptureWrite, MemoryKey, MemoryRecord, MemoryWrite
 from stm_core.store import Stm
 
@@ -150,6 +151,30 @@ async def test_an_expired_summary_does_not_come_back(stm: Stm, clock: ManualCloc
     clock.advance(hours=stm.settings.summary_ttl_hours + 1)
     await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
     assert (await row(stm, SERVER_KEY)).summary is None
+
+
+async def test_categories_older_than_the_configured_ttl_are_dropped(
+        open_stm: Any, backend_url: str, clock: ManualClock) -> None:
+    """The store's own TTL decides, not the default: 1 hour here instead of 12
+    (a row without a summary expires by the lines' TTL)."""
+    async with open_stm(backend_url, settings=Settings(ttl_hours=1)) as stm:
+        await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
+                                            set_categories=True, categories={"goals": "old"})])
+        clock.advance(hours=2)
+        await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
+        assert dict((await row(stm, SERVER_KEY)).categories) == {}
+
+
+async def test_a_summary_older_than_the_configured_summary_ttl_is_dropped(
+        open_stm: Any, backend_url: str, clock: ManualClock) -> None:
+    """2 hours here instead of 24; the lines' TTL (a year) keeps the row itself alive."""
+    async with open_stm(backend_url, settings=Settings(ttl_hours=8760,
+                                                       summary_ttl_hours=2)) as stm:
+        await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
+                                            set_summary=True, summary="this morning")])
+        clock.advance(hours=3)
+        await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
+        assert (await row(stm, SERVER_KEY)).summary is None
 
 
 @pytest.mark.parametrize(("kwargs", "reason"), [
