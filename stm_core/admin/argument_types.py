@@ -115,19 +115,26 @@ def _checks_of(method: Callable[..., Any]) -> tuple[inspect.Signature, dict[str,
                        if name in hints and (check := checker_for(name, hints[name])) is not None}
 
 
+async def _call_checked(method: Callable[..., Coroutine[Any, Any, Any]],
+                        checks_of: Callable[[], tuple[inspect.Signature, dict[str, Check]]],
+                        args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    signature, checks = checks_of()
+    bound = signature.bind(*args, **kwargs)  # a call of the wrong shape: TypeError
+    for name, check in checks.items():
+        if name in bound.arguments:
+            bound.arguments[name] = check(bound.arguments[name], name)
+    return await method(*bound.args, **bound.kwargs)
+
+
 def _wrap(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
-    # Worked out on the first call, not at import: a command makes one or two
-    # admin calls, and reading every method's hints up front slows its start.
+    # The checks are worked out on the first call, not at import: a command makes
+    # one or two admin calls, and reading every method's hints up front slows its
+    # start. Only this wrapper is made at import; the checking runs per call.
     checks_of = functools.cache(lambda: _checks_of(method))
 
     @functools.wraps(method)
     async def checked(*args: Any, **kwargs: Any) -> Any:
-        signature, checks = checks_of()
-        bound = signature.bind(*args, **kwargs)  # a call of the wrong shape: TypeError
-        for name, check in checks.items():
-            if name in bound.arguments:
-                bound.arguments[name] = check(bound.arguments[name], name)
-        return await method(*bound.args, **bound.kwargs)
+        return await _call_checked(method, checks_of, args, kwargs)
 
     return checked
 

@@ -12,7 +12,6 @@ like the admin calls do, before anything is written.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -81,9 +80,9 @@ def _strict(kind: type[Any]) -> Any:
     return structure
 
 
-@functools.cache
 def _converter() -> cattrs.Converter:
-    # Made on first use: cattrs is slow to import and most commands never need it.
+    # Made per document: cattrs is slow to import and most commands never need
+    # it, and a config import or export is rare enough not to keep one around.
     import cattrs
 
     converter = cattrs.Converter(forbid_extra_keys=True)
