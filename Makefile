@@ -55,6 +55,7 @@ mutate: $(STAMP)
 	rm -rf mutants
 	env -u STM_TEST_POSTGRES_URL -u STM_REQUIRE_POSTGRES $(BIN)/mutmut run || true
 	mkdir -p build
+	env -u STM_TEST_POSTGRES_URL -u STM_REQUIRE_POSTGRES $(BIN)/python tools/fresh_recheck.py
 	$(BIN)/python tools/hand_mutants.py
 	$(BIN)/python tools/mutation_score.py --out build/mutation-score.json
 

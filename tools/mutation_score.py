@@ -51,12 +51,24 @@ def score(statuses: dict[str, str], equivalents: set[str]) -> dict[str, object]:
     }
 
 
+def with_fresh_verdicts(statuses: dict[str, str], recheck: Path) -> dict[str, str]:
+    """mutmut's statuses, with the verdicts of ``tools/fresh_recheck.py`` (mutants
+    of code run at import, tested in fresh processes) in place of its own."""
+    if not recheck.exists():
+        return statuses
+    fresh = json.loads(recheck.read_text())
+    return {name: fresh.get(name, status) for name, status in statuses.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mutmut", default=str(Path(sys.executable).with_name("mutmut")))
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--fresh", type=Path, default=DOCS.parent / "build" / "fresh-recheck.json",
+                        help="verdicts of tools/fresh_recheck.py")
     args = parser.parse_args()
-    report = score(results(args.mutmut), documented_equivalents())
+    statuses = with_fresh_verdicts(results(args.mutmut), args.fresh)
+    report = score(statuses, documented_equivalents())
     report["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     text = json.dumps(report, indent=2)
     if args.out:

@@ -35,3 +35,12 @@ def test_the_score_leaves_documented_equivalents_out() -> None:
     assert report["survivors"] == ["m__mutmut_3", "m__mutmut_5"]
     assert report["stale_equivalents"] == ["m__mutmut_9"]
 
+
+
+def test_fresh_process_verdicts_replace_mutmuts_for_code_run_at_import(tmp_path: Path) -> None:
+    recheck = tmp_path / "fresh-recheck.json"
+    statuses = {"imp__mutmut_1": "survived", "imp__mutmut_2": "no tests", "m__mutmut_1": "killed"}
+    assert load().with_fresh_verdicts(statuses, recheck) == statuses  # no recheck yet
+    recheck.write_text('{"imp__mutmut_1": "killed", "imp__mutmut_2": "survived"}')
+    assert load().with_fresh_verdicts(statuses, recheck) == {
+        "imp__mutmut_1": "killed", "imp__mutmut_2": "survived", "m__mutmut_1": "killed"}
