@@ -67,12 +67,14 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
 
     shown, servers = await newest_visible(stm, turn, loaded)
 
-    converters = stm.hooks.mention_converters()
+    hooks = stm.hooks
+    converters = hooks.mention_converters()
+    memo = hooks.plugin_set_memo("render")
     order = _category_order(stm, turn, profile, servers)
 
     def render_other(kept: int, raw_lines: int) -> tuple[str | None, int | None]:
         text, newest = render_other_channels(turn, profile, shown[:kept], now, order,
-                                             crude_count=raw_lines)
+                                             crude_count=raw_lines, memo=memo)
         return (convert_mentions(text, turn, converters) if text else None), newest
 
     def render_same(body: str) -> str:
@@ -84,7 +86,7 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
     if turn.has_tools:
         record = await stm.live_record(live_key(turn, user_id))
         same_body = live_body(profile, record, now, crude_ttl_ms=crude_ttl,
-                              summary_ttl_ms=summary_ttl)
+                              summary_ttl_ms=summary_ttl, memo=memo)
         nudge = nudge_text(stm, turn, profile, record)
         if nudge is not None:
             nudge = convert_mentions(nudge, turn, converters)
