@@ -12,7 +12,8 @@ Keys name rows and orders by ``id``; each entry keeps those objects alive, so
 no id can be reused while its entry exists. The memo is the plugin set's
 (:meth:`stm_core.hooks.Hooks.plugin_set_memo`): a new plugin set starts with
 an empty one. It is emptied when it reaches :data:`MAX_ENTRIES`, which bounds
-its memory.
+its memory: the rows it holds may have left the cache, so the bound is small
+(a turn adds one entry per row it shows, and only when an input changed).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 #: Rendered texts kept per store and plugin set before the memo starts over.
-MAX_ENTRIES = 4096
+MAX_ENTRIES = 1024
 
 #: ``key -> (text, objects the key names by id)``.
 RenderMemo = dict[tuple[Any, ...], tuple[Any, ...]]
