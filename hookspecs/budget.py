@@ -26,7 +26,11 @@ class BudgetSpecs:
         :param provider: the turn's LLM provider key.
         :return: a callable ``(text) -> int`` that is fast and never raises, or
             ``None`` to leave the choice to the next plugin. The first answer
-            that is not ``None`` wins (firstresult).
+            that is not ``None`` wins (firstresult). A counter that never
+            counts more tokens than the text has UTF-8 bytes (byte-level BPE)
+            may be marked with :func:`stm_core.plugin_types.byte_bounded`:
+            turns whose texts are shorter than the budget are then not
+            counted at all.
 
         Example::
 

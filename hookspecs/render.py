@@ -17,7 +17,9 @@ class RenderSpecs:
         """Offer render modes; a server picks one by key (``render_mode``).
 
         When: once per plugin set. ``crude_summary`` (the default) and
-        ``supersede`` are built in.
+        ``supersede`` are built in. ``render(parts)`` must depend on
+        ``parts`` alone: stm reuses its text on later turns while a cached
+        row and the turn inputs its parts come from stay the same.
 
         :return: an iterable of :class:`~stm_core.plugin_types.RenderMode`;
             results of all plugins are combined. Two plugins registering the

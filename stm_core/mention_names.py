@@ -8,29 +8,35 @@ channel reads the same however it was referred to.
 
 from __future__ import annotations
 
-import weakref
+from collections.abc import Mapping
 
 from stm_core.models import Turn
 
-# Channel names shared by several channels, per turn (computed once per turn).
-_CLASHES: weakref.WeakKeyDictionary[Turn, frozenset[str]] = weakref.WeakKeyDictionary()
 _NO_CLASHES: frozenset[str] = frozenset()
+# The names shared by several channels in the last name map asked about: a
+# turn asks about its channels several times, and the map is that turn's own
+# copy (each Turn converts its own), so one remembered map covers a turn.
+# Holding the map keeps its identity from being reused by another.
+_last_clashes: tuple[Mapping[str, str], frozenset[str]] = ({}, _NO_CLASHES)
 
 
 def _clashing_names(turn: Turn) -> frozenset[str]:
-    clashes = _CLASHES.get(turn)
-    if clashes is None:
-        names = list(turn.channel_names.values())
-        if len(set(names)) == len(names):
-            # The usual turn: every name distinct, found by one set built in C.
-            clashes = _NO_CLASHES
-        else:
-            seen: set[str] = set()
-            repeated: set[str] = set()
-            for name in names:
-                (repeated if name in seen else seen).add(name)
-            clashes = frozenset(repeated)
-        _CLASHES[turn] = clashes
+    global _last_clashes
+    channel_names = turn.channel_names
+    seen_map, clashes = _last_clashes
+    if seen_map is channel_names:
+        return clashes
+    names = list(channel_names.values())
+    if len(set(names)) == len(names):
+        # The usual turn: every name distinct, found by one set built in C.
+        clashes = _NO_CLASHES
+    else:
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for name in names:
+            (repeated if name in seen else seen).add(name)
+        clashes = frozenset(repeated)
+    _last_clashes = (channel_names, clashes)
     return clashes
 
 

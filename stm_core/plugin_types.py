@@ -5,7 +5,7 @@ async work lives in methods of these objects (the adapter's), never in a hook.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 
@@ -107,6 +107,25 @@ class TokenCounter(Protocol):
     """Counts the tokens of a text (the prompt budget's unit)."""
 
     def __call__(self, text: str) -> int: ...
+
+
+#: The attribute :func:`byte_bounded` sets on a token counter.
+BYTE_BOUNDED = "stm_at_most_one_token_per_byte"
+
+CounterT = TypeVar("CounterT", bound=Callable[[str], int])
+
+
+def byte_bounded(counter: CounterT) -> CounterT:
+    """Mark a counter that never counts more tokens than its text has UTF-8
+    bytes (true of byte-level BPE tokenizers and of the built-in estimate):
+    the prompt budget then counts nothing when the length of a turn's texts
+    alone proves they fit. Returns ``counter``."""
+    setattr(counter, BYTE_BOUNDED, True)
+    return counter
+
+
+def is_byte_bounded(counter: Callable[[str], int]) -> bool:
+    return getattr(counter, BYTE_BOUNDED, False) is True
 
 
 class MentionConverter(Protocol):

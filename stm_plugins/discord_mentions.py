@@ -13,7 +13,6 @@ numbers; hosts that map their own ids work the same). Unknown ids stay.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
@@ -35,18 +34,22 @@ def _mention(match: re.Match[str], turn: Turn) -> str:
     return turn.user_names.get(ident, match.group(0))
 
 
-# What each mention token became, per turn: a token is converted once however
-# often the turn's texts repeat it.
-_CONVERTED: weakref.WeakKeyDictionary[Turn, dict[str, str]] = weakref.WeakKeyDictionary()
+# What each mention token became in the last turn converted: a token is
+# converted once however often the turn's texts repeat it. One turn is
+# remembered (a turn's texts are converted together); holding it keeps its
+# identity from being reused by another.
+_converted: tuple[Turn | None, dict[str, str]] = (None, {})
 
 
 def convert_discord_mentions(text: str, turn: Turn) -> str:
+    global _converted
     if "discord" in text:
         text = _LINK.sub(lambda m: f"<#{m.group(1)}>", text)
     if "<" in text:
-        converted = _CONVERTED.get(turn)
-        if converted is None:
-            converted = _CONVERTED[turn] = {}
+        seen_turn, converted = _converted
+        if seen_turn is not turn:
+            converted = {}
+            _converted = (turn, converted)
 
         def mention(m: re.Match[str]) -> str:
             token = m.group(0)

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import TokenCounter
+from stm_core.plugin_types import TokenCounter, byte_bounded
 
 log = logging.getLogger("stm.tiktoken")
 
@@ -45,6 +45,7 @@ def stm_token_counter() -> TokenCounter | None:
     if encoding is None:
         return None
 
+    @byte_bounded  # byte-level BPE: every token is at least one byte
     def count(text: str) -> int:
         # Special-token text in a memory is plain text, never a control token.
         return len(encoding.encode(text, disallowed_special=()))

@@ -9,11 +9,12 @@ so a block held to the budget by the estimate fits the real count too.
 from __future__ import annotations
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import TokenCounter
+from stm_core.plugin_types import TokenCounter, byte_bounded
 
 ASCII_CHARS_PER_TOKEN = 4
 
 
+@byte_bounded  # at most one token per character, so per UTF-8 byte
 def estimate_tokens(text: str) -> int:
     if text.isascii():
         return -(-len(text) // ASCII_CHARS_PER_TOKEN)

@@ -15,7 +15,9 @@ fits:
 The same-channel memory is what the model is working with right now, so it
 is the last thing to shrink. The nudge is counted but never cut: it is one
 short instruction. Under budget (the usual turn) this stage costs one count
-per emitted text; with the budget off (0) it counts nothing.
+per emitted text; with the budget off (0) it counts nothing, and neither
+does it when the counter is byte-bounded (:func:`stm_core.plugin_types.byte_bounded`)
+and the texts have no more UTF-8 bytes than the budget has tokens.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable
 
 import attrs
 
-from stm_core.plugin_types import TokenCounter
+from stm_core.plugin_types import TokenCounter, is_byte_bounded
 from stm_core.truncation import BUDGET_TRUNCATION_MARK, cut
 
 #: ``(other channels kept, raw lines kept per channel) -> (text or None, newest)``.
@@ -45,8 +47,12 @@ def fit_budget(budget: int, count: TokenCounter, *, nudge: str | None,
                same_body: str | None, render_same: Callable[[str], str]) -> Block:
     """The largest block that fits ``budget`` tokens, degraded in the order above."""
     same = render_same(same_body) if same_body is not None else None
-    if budget <= 0:  # no budget: nothing to count
-        other, newest = render_other(entries, raw_lines) if entries else (None, None)
+    other, newest = render_other(entries, raw_lines) if entries else (None, None)
+    # No budget, or a counter whose count the texts' length bounds and a
+    # length that fits: nothing to count.
+    if budget <= 0 or (is_byte_bounded(count)
+                       and most_tokens(nudge) + most_tokens(same) + most_tokens(other)
+                       <= budget):
         return Block(other=other, same=same, newest_other_ms=newest)
     fixed = count(nudge) if nudge else 0
     same_cost = count(same) if same else 0
@@ -54,7 +60,6 @@ def fit_budget(budget: int, count: TokenCounter, *, nudge: str | None,
     def fits(other: str | None) -> bool:
         return fixed + same_cost + (count(other) if other else 0) <= budget
 
-    other, newest = render_other(entries, raw_lines) if entries else (None, None)
     if fits(other):
         return Block(other=other, same=same, newest_other_ms=newest)
     for raw in range(raw_lines - 1, -1, -1):
@@ -69,6 +74,14 @@ def fit_budget(budget: int, count: TokenCounter, *, nudge: str | None,
         return Block(other=None, same=same, newest_other_ms=None)
     return Block(other=None, newest_other_ms=None,
                  same=_cut_to_fit(same_body, budget - fixed, count, render_same))
+
+
+def most_tokens(text: str | None) -> int:
+    """The most tokens a byte-bounded counter can count in ``text``: its
+    UTF-8 length, found without encoding (a character takes at most 4 bytes)."""
+    if not text:
+        return 0
+    return len(text) if text.isascii() else 4 * len(text)
 
 
 def _cut_to_fit(body: str, room: int, count: TokenCounter,

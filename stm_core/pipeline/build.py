@@ -27,14 +27,14 @@ from stm_core.models import ContextItem, StmContext, Turn
 from stm_core.pipeline.budget import fit_budget
 from stm_core.pipeline.cache_policy import base_memory_depth, nudge_depth
 from stm_core.pipeline.depth import resolve_memory_depth
-from stm_core.pipeline.load import load
+from stm_core.pipeline.load import Loaded, load
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.recent import newest_visible
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
 from stm_core.profile import ServerProfile
-from stm_core.storage.records import DM_SERVER, ServerSettings
+from stm_core.storage.records import DM_SERVER, MemoryKey, MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
     from stm_core.store import Stm
@@ -67,12 +67,14 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
 
     shown, servers = await newest_visible(stm, turn, loaded)
 
-    converters = stm.hooks.mention_converters()
+    hooks = stm.hooks
+    converters = hooks.mention_converters()
+    memo = hooks.plugin_set_memo("render")
     order = _category_order(stm, turn, profile, servers)
 
     def render_other(kept: int, raw_lines: int) -> tuple[str | None, int | None]:
         text, newest = render_other_channels(turn, profile, shown[:kept], now, order,
-                                             crude_count=raw_lines)
+                                             crude_count=raw_lines, memo=memo)
         return (convert_mentions(text, turn, converters) if text else None), newest
 
     def render_same(body: str) -> str:
@@ -82,9 +84,9 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
     nudge: str | None = None
     record = None
     if turn.has_tools:
-        record = await stm.live_record(live_key(turn, user_id))
+        record = await _live_record(stm, loaded, live_key(turn, user_id))
         same_body = live_body(profile, record, now, crude_ttl_ms=crude_ttl,
-                              summary_ttl_ms=summary_ttl)
+                              summary_ttl_ms=summary_ttl, memo=memo)
         nudge = nudge_text(stm, turn, profile, record)
         if nudge is not None:
             nudge = convert_mentions(nudge, turn, converters)
@@ -116,6 +118,14 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
     return StmContext(memory_items=tuple(items), nudge_item=nudge_item,
                       nudge_injection_depth=nudge_depth(profile),
                       memory_injection_depth=depth, cache_policy=profile.cache_policy)
+
+
+async def _live_record(stm: Stm, loaded: Loaded, key: MemoryKey) -> MemoryRecord | None:
+    """The live row: from the view this turn already loaded when it holds the
+    row, else through the store (which also knows rows the view lacks)."""
+    view = loaded.server if key.scope_kind == "server" else loaded.user.memories
+    record = view.records.get(key) if view is not None else None
+    return record if record is not None else await stm.live_record(key)
 
 
 def _category_order(stm: Stm, turn: Turn, profile: ServerProfile,

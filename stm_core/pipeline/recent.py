@@ -18,7 +18,7 @@ unbounded cache would give.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,11 @@ from stm_core.pipeline.expiry import drop_expired, is_shown
 from stm_core.pipeline.gather import dm_candidates, server_candidates
 from stm_core.pipeline.load import Loaded
 from stm_core.pipeline.sortcap import first_visible
-from stm_core.pipeline.visibility import origin_settings, visibility_filter
+from stm_core.pipeline.visibility import (
+    current_settings,
+    origin_settings,
+    visibility_filter,
+)
 from stm_core.storage.records import MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
@@ -48,9 +52,10 @@ async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
     views = [loaded.user.memories] if loaded.server is None or loaded.opt_in else []
     if loaded.server is not None:
         views.append(loaded.server)
-    if all(_exact(view, shown, cap) for view in views):
-        return shown, servers
-    return await _walk(stm, turn, await _unbounded(stm, turn, loaded))
+    for view in views:
+        if not _exact(view, shown, cap):
+            return await _walk(stm, turn, await _unbounded(stm, turn, loaded))
+    return shown, servers
 
 
 def _exact(view: MemoryView, shown: list[MemoryRecord], cap: int) -> bool:
@@ -85,14 +90,25 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded
     now, crude_ttl, summary_ttl = loaded.now_ms, env.crude_ttl_ms, env.summary_ttl_ms
     own: Iterator[MemoryRecord] = iter(())
     if loaded.server is not None:
-        own = (r for r in server_candidates(turn, loaded.server)
-               if is_shown(r, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl))
+        own = server_candidates(turn, loaded.server)
         few = folded_rows(turn, loaded)
     else:
         few = dm_candidates(turn, loaded)
     few = drop_expired(few, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
-    servers = await origin_settings(stm, turn, loaded.profile, few)
+    # No folded or DM rows (the usual guild turn): no other server's settings.
+    servers = (await origin_settings(stm, turn, loaded.profile, few) if few
+               else current_settings(turn, loaded.profile))
     visible = visibility_filter(stm, turn, loaded.profile, loaded.opt_in, servers)
+    cap = env.max_other_channels
+    if not few:  # the usual guild turn: the server's own rows alone
+        return first_visible(own, visible, cap, _shown_now(now, crude_ttl, summary_ttl)), servers
+    own = (r for r in own if is_shown(r, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl))
     # Equal times: the server's own rows before folded ones (merge is stable).
-    rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
-    return first_visible(rows, visible, env.max_other_channels), servers
+    rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True)
+    return first_visible(rows, visible, cap), servers
+
+
+def _shown_now(now: int, crude_ttl: int, summary_ttl: int) -> Callable[[MemoryRecord], bool]:
+    def shown(r: MemoryRecord) -> bool:
+        return is_shown(r, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
+    return shown

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from stm_core.mention_names import channel_reference
 from stm_core.models import CrudeMessage, Turn
+from stm_core.pipeline.render_memo import RenderMemo, remember
 from stm_core.plugin_types import OtherChannelParts
 from stm_core.profile import ServerProfile
 from stm_core.reltime import relative_time
@@ -101,23 +102,56 @@ def entry_parts(record: MemoryRecord, turn: Turn, *, now_ms: int, current_server
 
 def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[MemoryRecord],
                           now_ms: int, order: CategoryOrder,
-                          crude_count: int | None = None) -> tuple[str, int | None]:
+                          crude_count: int | None = None,
+                          memo: RenderMemo | None = None) -> tuple[str, int | None]:
     """The trimmed text of every entry (``""`` when none renders) and the
     newest ``updated_at_ms`` among the entries that rendered something.
     ``crude_count`` (the prompt budget's) may show fewer raw lines than the
-    server's ``crude_message_count``."""
+    server's ``crude_message_count``. With a ``memo``, an entry rendered before
+    with the same inputs is not rendered again."""
     render = profile.render_mode.render
     current_server = turn.server_id if turn.server_id is not None else DM_SERVER
     if crude_count is None:
         crude_count = profile.crude_message_count
+    stable = profile.stable
     pieces: list[str] = []
     newest: int | None = None
     for record in entries:
-        piece = render(entry_parts(record, turn, now_ms=now_ms, current_server=current_server,
-                                   crude_count=crude_count, order=order,
-                                   stable=profile.stable))
+        if memo is None:
+            piece = render(entry_parts(record, turn, now_ms=now_ms,
+                                       current_server=current_server,
+                                       crude_count=crude_count, order=order, stable=stable))
+        else:
+            piece = _remembered_piece(memo, record, turn, render, now_ms=now_ms,
+                                      current_server=current_server,
+                                      crude_count=crude_count, order=order, stable=stable)
         if piece:
             pieces.append(piece)
             if newest is None or record.updated_at_ms > newest:
                 newest = record.updated_at_ms
     return "".join(pieces).strip(), newest
+
+
+def _remembered_piece(memo: RenderMemo, record: MemoryRecord, turn: Turn,
+                      render: Callable[[OtherChannelParts], str], *, now_ms: int,
+                      current_server: str, crude_count: int, order: CategoryOrder,
+                      stable: bool) -> str:
+    """``render(entry_parts(...))``, from the memo when every input it reads
+    is the same: the row, its server's category order, the render mode, and
+    what the headers and raw lines take from the turn (channel label, age
+    label, names, impersonation)."""
+    server_id = record.key.server_id
+    same_server = server_id == current_server
+    chan = channel_reference(record.key.channel_id, turn) if same_server else OTHER_SERVER
+    age = "" if stable else relative_time(now_ms - record.updated_at_ms)
+    slugs = order(server_id)
+    key = (id(record), id(slugs), id(render), same_server, turn.server_id is None, chan, age,
+           crude_count, turn.bot_name, turn.triggerer_name, turn.is_user_impersonation)
+    hit = memo.get(key)
+    if hit is not None:
+        piece: str = hit[0]
+        return piece
+    piece = render(entry_parts(record, turn, now_ms=now_ms, current_server=current_server,
+                               crude_count=crude_count, order=order, stable=stable))
+    remember(memo, key, piece, record, slugs, render)
+    return piece

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from stm_core.expiry import is_expired
 from stm_core.models import Turn
+from stm_core.pipeline.render_memo import RenderMemo, remember
 from stm_core.pipeline.render_other import humanized
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import MemoryKey, MemoryRecord
@@ -47,12 +48,25 @@ def same_channel_body(record: MemoryRecord, profile: ServerProfile) -> str | Non
 
 
 def live_body(profile: ServerProfile, record: MemoryRecord | None, now_ms: int, *,
-              crude_ttl_ms: int, summary_ttl_ms: int) -> str | None:
-    """The body of the same-channel block, or ``None`` when it renders nothing."""
+              crude_ttl_ms: int, summary_ttl_ms: int,
+              memo: RenderMemo | None = None) -> str | None:
+    """The body of the same-channel block, or ``None`` when it renders nothing.
+    With a ``memo``, a body rendered before for the same row and profile is
+    not rendered again (expiry is checked on every call)."""
     if record is None or is_expired(record, now_ms, crude_ttl_ms=crude_ttl_ms,
                                     summary_ttl_ms=summary_ttl_ms):
         return None
-    return same_channel_body(record, profile)
+    if memo is None:
+        return same_channel_body(record, profile)
+    # The profile fixes the mode and the labels; the row, everything else.
+    key = (id(record), id(profile))
+    hit = memo.get(key)
+    if hit is not None:
+        body: str | None = hit[0]
+        return body
+    body = same_channel_body(record, profile)
+    remember(memo, key, body, record, profile)
+    return body
 
 
 def wrap_same_channel(turn: Turn, body: str) -> str:

@@ -14,13 +14,16 @@ from stm_core.storage.records import MemoryRecord
 
 def first_visible(newest_first: Iterable[MemoryRecord],
                   visible: Callable[[MemoryRecord], bool] | None,
-                  cap: int) -> list[MemoryRecord]:
-    shown: list[MemoryRecord] = []
+                  cap: int, shown: Callable[[MemoryRecord], bool] | None = None
+                  ) -> list[MemoryRecord]:
+    """The first ``cap`` rows that ``shown`` (expiry, when given) and
+    ``visible`` both keep; one loop, so no generator layer per filter."""
+    kept: list[MemoryRecord] = []
     if cap <= 0:
-        return shown
+        return kept
     for r in newest_first:
-        if visible is None or visible(r):
-            shown.append(r)
-            if len(shown) == cap:
+        if (shown is None or shown(r)) and (visible is None or visible(r)):
+            kept.append(r)
+            if len(kept) == cap:
                 break
-    return shown
+    return kept

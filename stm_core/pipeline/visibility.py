@@ -31,12 +31,17 @@ def current_is_private(turn: Turn, profile: ServerProfile) -> bool:
     return turn.channel_id in private or (parent is not None and parent in private)
 
 
+def current_settings(turn: Turn, profile: ServerProfile) -> dict[str, ServerSettings]:
+    """The current server's settings by its id (none in a DM)."""
+    if turn.server_id is not None and profile.settings is not None:
+        return {turn.server_id: profile.settings}
+    return {}
+
+
 async def origin_settings(stm: Stm, turn: Turn, profile: ServerProfile,
                           candidates: list[MemoryRecord]) -> dict[str, ServerSettings]:
     """Settings of the current server and of every server a candidate comes from."""
-    servers: dict[str, ServerSettings] = {}
-    if turn.server_id is not None and profile.settings is not None:
-        servers[turn.server_id] = profile.settings
+    servers = current_settings(turn, profile)
     for r in candidates:
         origin = r.key.server_id
         if origin != DM_SERVER and origin not in servers:

@@ -10,7 +10,8 @@ from hookspecs import hookimpl
 from stm_core.clock import ManualClock
 from stm_core.errors import ConfigurationError
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext
-from stm_core.pipeline.budget import fit_budget
+from stm_core.pipeline.budget import Block, fit_budget
+from stm_core.plugin_types import TokenCounter, byte_bounded, is_byte_bounded
 from stm_core.profile import ProfileCache
 from stm_core.settings import RULES, Settings
 from stm_core.store import Stm
@@ -223,3 +224,60 @@ def test_without_a_budget_nothing_is_counted() -> None:
                       render_other=lambda kept, raw: (f"{kept} channels, {raw} lines", 7),
                       same_body="goals", render_same=lambda body: f"[{body}]") == block
     assert counted
+
+
+def fit_texts(budget: int, count: TokenCounter, *, other: str, same: str = "goals",
+              nudge: str = "refresh") -> Block:
+    return fit_budget(budget, count, nudge=nudge, entries=1, raw_lines=0,
+                      render_other=lambda kept, raw: (other if kept else None, 7),
+                      same_body=same, render_same=lambda body: body)
+
+
+def test_a_byte_bounded_counter_counts_nothing_when_the_length_proves_the_fit() -> None:
+    counted: list[str] = []
+
+    @byte_bounded
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text.encode())
+
+    # 14 + 5 + 7 bytes: at most 26 tokens, so a budget of 26 needs no count.
+    block = fit_texts(26, count, other="other channels")
+    assert (block.other, block.same) == ("other channels", "goals") and counted == []
+    # One byte over: counted, and kept since the real count fits.
+    assert fit_texts(25, lambda t: len(t) // 4, other="other channels") == block
+    assert fit_texts(25, count, other="other channels").other is None
+    assert counted
+
+
+def test_non_ascii_text_is_bounded_by_four_bytes_a_character() -> None:
+    counted: list[str] = []
+
+    @byte_bounded
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text.encode())
+
+    # "é" is one character but two bytes: a character bound would wrongly skip.
+    fit_texts(3 * 9, count, other="ééééééééé", same="", nudge="")
+    assert counted
+    counted.clear()
+    fit_texts(4 * 9, count, other="ééééééééé", same="", nudge="")
+    assert counted == []
+
+
+def test_an_unmarked_counter_is_always_called() -> None:
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return 0
+
+    fit_texts(10_000, count, other="other channels")
+    assert counted
+
+
+def test_the_built_in_counters_are_byte_bounded() -> None:
+    assert is_byte_bounded(estimate_tokens)
+    for text in ("plain words", "éàü", "漢字かな", "🙂🙂", ""):
+        assert estimate_tokens(text) <= len(text.encode())

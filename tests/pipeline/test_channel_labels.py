@@ -31,3 +31,13 @@ def test_distinct_names_and_one_clash_in_a_large_server() -> None:
     assert channel_label("7", clashing) == "the channel named `chan-7` (ID: 7)"
     assert channel_label("extra", clashing) == "the channel named `chan-7` (ID: extra)"
     assert channel_label("8", clashing) == "the channel named `chan-8`"
+
+
+def test_turns_asked_about_in_turn_each_get_their_own_clashes() -> None:
+    clashing = Turn(user_id="1", channel_id="0", server_id="9",
+                    channel_names={"1": "art", "2": "art"})
+    distinct = Turn(user_id="1", channel_id="0", server_id="9",
+                    channel_names={"1": "art", "2": "general"})
+    for _ in range(2):  # alternating: each answer is the turn's own
+        assert channel_label("1", clashing) == "the channel named `art` (ID: 1)"
+        assert channel_label("1", distinct) == "the channel named `art`"

@@ -8,6 +8,7 @@ from hookspecs import hookimpl
 from stm_core.models import Turn
 from stm_core.plugin_types import MentionConverter
 from stm_core.store import Stm
+from stm_plugins.discord_mentions import convert_discord_mentions
 
 from .support import (
     ART,
@@ -87,3 +88,11 @@ async def test_slack_mentions_in_memories_are_named(stm: Stm) -> None:
                                "Dana asked @ops in the channel named `deploys`]")
     assert same_text(ctx) == ("[System: Tomori's short term memory for this ongoing "
                               "conversation:\nDana is on call]")
+
+
+def test_interleaved_turns_convert_mentions_with_their_own_names() -> None:
+    alice = make_turn(user_names={"7": "Alice"})
+    bob = make_turn(user_names={"7": "Bob"})
+    for _ in range(2):  # one turn's converted tokens never answer for another
+        assert convert_discord_mentions("hi <@7>", alice) == "hi Alice"
+        assert convert_discord_mentions("hi <@7>", bob) == "hi Bob"

@@ -1,0 +1,132 @@
+"""Rendered rows are remembered across turns, and never shown stale.
+
+A warm build reuses what a cached row rendered to; each test changes one input
+the text depends on (the row, the plugins, the clock, the turn's names or
+persona, the server's configuration) and checks the next build shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from hookspecs import hookimpl
+from stm_core.clock import ManualClock
+from stm_core.pipeline.render_memo import MAX_ENTRIES, RenderMemo, remember
+from stm_core.plugin_types import OtherChannelParts, RenderMode
+from stm_core.store import Stm
+
+from .support import (
+    ART,
+    GENERAL,
+    QUEST,
+    capture,
+    make_turn,
+    other_text,
+    same_text,
+    server_key,
+    set_categories,
+    set_settings,
+    user_key,
+    write,
+)
+
+
+async def test_a_new_revision_of_a_row_shows_its_new_summary(stm: Stm) -> None:
+    await write(stm, server_key(ART), summary="Painting a mural.")
+    assert "Painting a mural." in (other_text(await stm.build_context(make_turn())) or "")
+    await write(stm, server_key(ART), summary="The mural is finished.")
+    text = other_text(await stm.build_context(make_turn()))
+    assert text is not None
+    assert "The mural is finished." in text and "Painting a mural." not in text
+
+
+async def test_a_new_revision_of_the_live_row_shows_its_new_body(stm: Stm) -> None:
+    await write(stm, server_key(QUEST), summary="Looking for the key.")
+    assert "Looking for the key." in (same_text(await stm.build_context(make_turn())) or "")
+    await write(stm, server_key(QUEST), summary="The key is found.")
+    assert same_text(await stm.build_context(make_turn())) == (
+        "[System: Tomori's short term memory for this ongoing conversation:\n"
+        "The key is found.]")
+
+
+async def test_the_age_label_moves_with_the_clock(stm: Stm, clock: ManualClock) -> None:
+    await write(stm, server_key(ART), summary="Mural.")
+    assert "(just now)" in (other_text(await stm.build_context(make_turn())) or "")
+    clock.advance(minutes=125)
+    text = other_text(await stm.build_context(make_turn()))
+    assert text is not None
+    assert "(2 hours ago)" in text and "(just now)" not in text
+
+
+async def test_each_turn_gets_its_own_persona_user_and_channel_names(stm: Stm) -> None:
+    await capture(stm, server_key(ART), ("model", None, "hi!"), ("user", None, "hello?"))
+    await write(stm, server_key(ART), summary="Mural.")
+    first = other_text(await stm.build_context(make_turn()))
+    assert first is not None and "Tomori remembers" in first and 'Tomori: "hi!"' in first
+    text = other_text(await stm.build_context(make_turn(
+        bot_name="Kaori", triggerer_name="Bob", channel_names={ART: "gallery"})))
+    assert text is not None
+    assert "Kaori remembers a recent conversation in the channel named `gallery`" in text
+    assert 'Kaori: "hi!"' in text and "Tomori" not in text and "`art`" not in text
+    impersonated = other_text(await stm.build_context(make_turn(is_user_impersonation=True)))
+    assert impersonated is not None
+    assert impersonated.startswith("[System: Recent conversation in the channel named `art`")
+
+
+async def test_user_scope_rows_name_the_turns_own_user(stm: Stm) -> None:
+    dm = {"server_id": None, "channel_id": "dm-1"}
+    await write(stm, user_key("dm-2"), summary="Talked about cats.")
+    alice = other_text(await stm.build_context(make_turn(**dm)))
+    carol = other_text(await stm.build_context(make_turn(**dm, triggerer_name="Carol")))
+    assert alice is not None and carol is not None
+    assert "conversation with Alice" in alice and "conversation with Carol" in carol
+
+
+async def test_new_server_settings_change_the_raw_lines_and_labels(stm: Stm) -> None:
+    await capture(stm, server_key(GENERAL), *[("user", "Bob", f"line {i}") for i in range(8)])
+    await set_categories(stm, ["Goals", "Mood"])
+    await write(stm, server_key(QUEST), categories={"goals": "Find the key", "mood": "Calm"})
+    ctx = await stm.build_context(make_turn())
+    assert (other_text(ctx) or "").count('Bob: "line') == 6
+    assert "Goals: Find the key" in (same_text(ctx) or "")
+    await set_settings(stm, crude_message_count=2)
+    await set_categories(stm, ["Goals", "Mood"][::-1])
+    ctx = await stm.build_context(make_turn())
+    assert (other_text(ctx) or "").count('Bob: "line') == 2
+    assert (same_text(ctx) or "").endswith("Mood: Calm\nGoals: Find the key]")
+
+
+@attrs.frozen
+class HouseStyle:
+    """A third-party render mode under a fixed key; ``mark`` tells versions apart."""
+
+    mark: str
+
+    @hookimpl
+    def stm_register_render_modes(self) -> Iterable[RenderMode]:
+        mark = self.mark
+
+        def render(parts: OtherChannelParts) -> str:
+            return f"[{mark} {parts.body}]\n\n" if parts.body else ""
+        return [RenderMode(key="house", render=render)]
+
+
+async def test_a_new_plugin_set_renders_with_the_new_plugins(stm: Stm) -> None:
+    stm.pm.register(HouseStyle("v1"), name="house")
+    await set_settings(stm, render_mode="house")
+    await write(stm, server_key(ART), summary="Mural.")
+    assert other_text(await stm.build_context(make_turn())) == "[v1 Mural.]"
+    stm.pm.unregister(name="house")
+    stm.pm.register(HouseStyle("v2"), name="house")
+    assert other_text(await stm.build_context(make_turn())) == "[v2 Mural.]"
+
+
+def test_the_memo_starts_over_at_its_bound() -> None:
+    memo: RenderMemo = {}
+    for n in range(MAX_ENTRIES):
+        remember(memo, (n,), f"text {n}")
+    assert len(memo) == MAX_ENTRIES
+    remember(memo, ("one more",), "text")
+    assert memo == {("one more",): ("text",)}
