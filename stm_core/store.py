@@ -409,16 +409,26 @@ class Stm:
     # -- writes: database first, then the cache from what it returned ----------------
     async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
         keys = [w.key for w in writes]
-        if self._reported is not None:
-            return await self._write_reported(self._reported.capture_reported, writes, keys)
+        reported = self._reporter("capture")
+        if reported is not None:
+            return await self._write_reported(reported.capture_reported, writes, keys)
         return await self._write_through(self.adapter.capture(writes), keys)
 
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
         keys = [w.key for w in writes]
-        if self._reported is not None:
-            return await self._write_reported(self._reported.write_memory_reported, writes,
-                                              keys)
+        reported = self._reporter("write_memory")
+        if reported is not None:
+            return await self._write_reported(reported.write_memory_reported, writes, keys)
         return await self._write_through(self.adapter.write_memory(writes), keys)
+
+    def _reporter(self, method: str) -> ReportedWrites | None:
+        """The adapter, when its reported twin of ``method`` may be used: not
+        when the adapter object itself was given its own ``method`` (a patched
+        method stays in the path)."""
+        reported = self._reported
+        if reported is None or method in getattr(reported, "__dict__", ()):
+            return None
+        return reported
 
     async def _write_reported(self, write: Callable[[W, WriteReport],
                                                     Awaitable[list[MemoryRecord]]],

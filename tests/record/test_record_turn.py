@@ -180,12 +180,10 @@ async def test_cadence_timeline(stm: Stm) -> None:
 
 async def test_database_failures_raise_storage_error(
         stm: Stm, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def broken(writes: object, report: object = None) -> list[MemoryRecord]:
+    async def broken(writes: object) -> list[MemoryRecord]:
         raise ConnectionResetError("server closed the connection")
 
     monkeypatch.setattr(stm.adapter, "capture", broken)
-    if hasattr(stm.adapter, "capture_reported"):  # what the store calls when it exists
-        monkeypatch.setattr(stm.adapter, "capture_reported", broken)
     with pytest.raises(StorageError, match="server closed the connection"):
         await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
     assert SERVER_KEY not in (await stm.server_memories("g1")).records
