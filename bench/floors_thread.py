@@ -28,7 +28,11 @@ from typing import Any
 from bench import workload as w
 from bench.floors import CRUDE_TTL_MS, SUMMARY_TTL_MS, guild_keys
 from stm_core.models import HistoryMessage, PersonaResponse
-from stm_plugins.sqlalchemy_storage.sqlite_adapter import BUSY_TIMEOUT_MS, CHECKPOINT_WAL_BYTES
+from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
+    BUSY_TIMEOUT_MS,
+    CHECKPOINT_WAL_BYTES,
+    WAL_SIZE_LIMIT,
+)
 
 #: How often the WAL size is looked at (writes), as stm's adapter does.
 CHECKPOINT_CHECK_EVERY = 64
@@ -73,6 +77,7 @@ class ThreadWriter:
     def start(self) -> ThreadWriter:
         conn = connect(self.path)
         conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         self._thread = threading.Thread(target=self._serve, args=(conn,), daemon=True,
                                         name="floor-sqlite-writer")
         self._thread.start()

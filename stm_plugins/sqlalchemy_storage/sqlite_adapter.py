@@ -21,7 +21,9 @@ checkpoint would make the unlucky commit wait for it, tens of milliseconds on
 a large write): the writer's ``wal_autocheckpoint`` is off, and once the WAL
 file passes ``CHECKPOINT_WAL_BYTES`` a ``PASSIVE`` checkpoint runs on the reader
 thread, beside the writer. The writer then finishes the few frames added
-meanwhile when its queue is next empty, which lets SQLite reuse the WAL.
+meanwhile when its queue is next empty, which lets SQLite reuse the WAL; the
+file is then cut back to ``WAL_SIZE_LIMIT`` (``journal_size_limit``), so its
+size keeps telling how much the WAL holds.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
 #: Writes between two looks at the WAL file's size.
 CHECKPOINT_CHECK_EVERY = 64
+#: The WAL file is cut back to this when SQLite starts it over. Without it the
+#: file keeps its largest size, so it would look due for a checkpoint at every
+#: look once it had passed ``CHECKPOINT_WAL_BYTES``.
+WAL_SIZE_LIMIT = CHECKPOINT_WAL_BYTES // 2
 
 
 def run_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]:
@@ -153,6 +159,7 @@ class SqliteAdapter(SqlStorageAdapter):
         conn = self._connect()
         if self.reader is not None:
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         return conn
 
     def _connect(self) -> sqlite3.Connection:
