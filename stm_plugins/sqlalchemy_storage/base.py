@@ -221,7 +221,9 @@ class SqlStorageAdapter(abc.ABC):
 
     def _capture_params(self, writes: Sequence[CaptureWrite]
                         ) -> tuple[list[dict[str, Any]], Finish]:
-        """The upserts' parameters, and how their rows become records."""
+        """The upserts' parameters, and how their rows become records (possibly
+        in another thread, after the caller's list could have changed)."""
+        writes = tuple(writes)
         params = []
         sent = []
         last_messages: object = None
@@ -254,6 +256,7 @@ class SqlStorageAdapter(abc.ABC):
     def _write_memory_steps(self, writes: Sequence[MemoryWrite]) -> tuple[list[Step], Finish]:
         """Each upsert, followed by its revision and the trim when it has one, all
         in one transaction; and how the results become records."""
+        writes = tuple(writes)
         upsert = self._upsert_statement("write", write_upsert)
         steps: list[Step] = []
         for w in writes:

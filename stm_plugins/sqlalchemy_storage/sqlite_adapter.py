@@ -261,15 +261,6 @@ class SqliteAdapter(SqlStorageAdapter):
 
     async def _write_reported(self, steps: list[Step], finish: Finish,
                               report: WriteReport | None, operation: str) -> list[MemoryRecord]:
-        tracer = telemetry.tracer()
-        if tracer is None:
-            return await self._run_reported(steps, finish, report)
-        with tracer.start_as_current_span(
-                "stm.storage.write", attributes=self._span_attributes(steps, operation)):
-            return await self._run_reported(steps, finish, report)
-
-    async def _run_reported(self, steps: list[Step], finish: Finish,
-                            report: WriteReport | None) -> list[MemoryRecord]:
         def job(conn: sqlite3.Connection, steps: list[Step]) -> list[MemoryRecord]:
             # In the writer thread: a record that cannot be built fails its write.
             return finish(run_steps(conn, steps))
@@ -280,7 +271,12 @@ class SqliteAdapter(SqlStorageAdapter):
                 report(value if ok else None)
 
         self._count_write()
-        return await self.writer.run(job, steps, report=tell)
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await self.writer.run(job, steps, report=tell)
+        with tracer.start_as_current_span(
+                "stm.storage.write", attributes=self._span_attributes(steps, operation)):
+            return await self.writer.run(job, steps, report=tell)
 
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on the reader once the WAL has grown."""
