@@ -8,8 +8,9 @@ one transaction, so with one caller at a time it commits every turn alone and
 with many callers it is a plain group-commit writer. It runs the very SQL
 text stm compiled for the capture upsert (taken from an stm store on the same
 file), with the same pragmas and the same WAL checkpoint policy (automatic
-checkpoints off on the writer; a ``PASSIVE`` checkpoint on a second
-connection once the WAL passes 4 MiB, looked at every 64 writes).
+checkpoints off on the writer, ``journal_size_limit`` as stm's writer sets
+it; a ``PASSIVE`` checkpoint on a second connection once the WAL passes
+4 MiB, looked at every 64 writes).
 
 :class:`RawAsyncpg` sends stm's single PostgreSQL statement (both upserts and
 the change notice in one statement) on one plain asyncpg connection.
