@@ -112,3 +112,40 @@ def test_reported_writes_are_used_only_where_the_class_defines_both_twins() -> N
     assert not reports_write_outcomes(OwnCapture(SqliteTarget(path=None)))
     assert reports_write_outcomes(BothTwins(SqliteTarget(path=None)))
     assert not reports_write_outcomes(Forwarding(plain))
+
+
+async def test_sqlite_write_that_fails_after_its_caller_was_cancelled_drops_the_views(
+        open_stm: OpenStm, tmp_path: Path) -> None:
+    """A failed write may have left the rows in any state the cache cannot
+    know: its scopes are dropped (and reload) even with nobody waiting."""
+    async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
+        adapter = stm.adapter
+        assert isinstance(adapter, SqliteAdapter)
+        await stm.server_memories("g1")
+        # SQLite cannot bind an object: the write fails in the writer thread.
+        bad = CaptureWrite(key=MemoryKey.server("g1", "c1", "p1"), messages=(),
+                           now_ms=stm.clock.now_ms(),
+                           parent_channel_id=object())  # type: ignore[arg-type]
+        busy, release = threading.Event(), threading.Event()
+
+        def hold(_conn: object, _arg: object) -> None:
+            busy.set()
+            release.wait(10)
+
+        holding = asyncio.create_task(adapter.writer.run(hold, None))
+        await asyncio.to_thread(busy.wait, 10)
+        caller = asyncio.create_task(stm.capture([bad]))
+        while adapter.writer.queued() == 0:
+            await asyncio.sleep(0.001)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert stm.cache.servers.get("g1") is not None
+        release.set()
+        await holding
+        for _ in range(200):
+            if stm.cache.servers.get("g1") is None:
+                break
+            await asyncio.sleep(0.005)
+        assert stm.cache.servers.get("g1") is None
+        assert adapter.writer.stats.failed_jobs == 1
