@@ -231,7 +231,6 @@ class ChangeFeed(Protocol):
 WriteReport = Callable[[list[MemoryRecord] | None], None]
 
 
-@runtime_checkable
 class ReportedWrites(Protocol):
     """Optional capability: memory writes that report their outcome.
 
