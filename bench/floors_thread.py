@@ -8,8 +8,9 @@ one transaction, so with one caller at a time it commits every turn alone and
 with many callers it is a plain group-commit writer. It runs the very SQL
 text stm compiled for the capture upsert (taken from an stm store on the same
 file), with the same pragmas and the same WAL checkpoint policy (automatic
-checkpoints off on the writer; a ``PASSIVE`` checkpoint on a second
-connection once the WAL passes 4 MiB, looked at every 64 writes).
+checkpoints off on the writer, ``journal_size_limit`` as stm's writer sets
+it; a ``PASSIVE`` checkpoint on a second connection once the WAL passes
+4 MiB, looked at every 64 writes).
 
 :class:`RawAsyncpg` sends stm's single PostgreSQL statement (both upserts and
 the change notice in one statement) on one plain asyncpg connection.
@@ -28,7 +29,11 @@ from typing import Any
 from bench import workload as w
 from bench.floors import CRUDE_TTL_MS, SUMMARY_TTL_MS, guild_keys
 from stm_core.models import HistoryMessage, PersonaResponse
-from stm_plugins.sqlalchemy_storage.sqlite_adapter import BUSY_TIMEOUT_MS, CHECKPOINT_WAL_BYTES
+from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
+    BUSY_TIMEOUT_MS,
+    CHECKPOINT_WAL_BYTES,
+    WAL_SIZE_LIMIT,
+)
 
 #: How often the WAL size is looked at (writes), as stm's adapter does.
 CHECKPOINT_CHECK_EVERY = 64
@@ -73,6 +78,7 @@ class ThreadWriter:
     def start(self) -> ThreadWriter:
         conn = connect(self.path)
         conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         self._thread = threading.Thread(target=self._serve, args=(conn,), daemon=True,
                                         name="floor-sqlite-writer")
         self._thread.start()

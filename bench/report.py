@@ -184,7 +184,8 @@ FLOORS_SECTION = [
     "(taken from an stm store on the same file), binds the same two parameter rows, in "
     "`BEGIN IMMEDIATE … COMMIT`, with stm's pragmas (WAL, `synchronous=NORMAL`, "
     "`busy_timeout`, `foreign_keys`) and stm's checkpoint policy (no automatic checkpoint "
-    "on the writer; a passive one on a second connection once the WAL passes 4 MiB). It "
+    "on the writer, the WAL file cut back to 2 MiB when it starts over; a passive one on a "
+    "second connection once the WAL passes 4 MiB). It "
     "has no savepoints, no cache, no hooks, no validation: nothing a write could do with "
     "less. `raw_aiosqlite_record` (three aiosqlite hops per turn) is kept as the older, "
     "weaker floor.",

@@ -59,7 +59,12 @@ from stm_core.plugins import StmPluginManager, create_plugin_manager
 from stm_core.profile import ProfileCache, ServerProfile, check_default_render_mode
 from stm_core.settings import Settings
 from stm_core.storage.factory import adapter_for_url
-from stm_core.storage.protocol import StorageAdapter
+from stm_core.storage.protocol import (
+    ReportedWrites,
+    StorageAdapter,
+    WriteReport,
+    reports_write_outcomes,
+)
 from stm_core.storage.records import (
     CaptureWrite,
     MemoryKey,
@@ -76,6 +81,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stm.store")
 T = TypeVar("T")
+W = TypeVar("W")
 
 
 class Stm:
@@ -83,6 +89,8 @@ class Stm:
 
     def __init__(self, adapter: StorageAdapter, *, pm: StmPluginManager,
                  settings: Settings | None = None, clock: Clock | None = None) -> None:
+        self._adapter = adapter
+        self._reported: ReportedWrites | None = None
         self.adapter = adapter
         self.pm = pm
         self.hooks = Hooks(pm)
@@ -103,6 +111,16 @@ class Stm:
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=False),
                                 self.clock.now_ms)
         telemetry.register_metrics()
+
+    @property
+    def adapter(self) -> StorageAdapter:
+        return self._adapter
+
+    @adapter.setter
+    def adapter(self, adapter: StorageAdapter) -> None:
+        self._adapter = adapter
+        self._reported = (cast(ReportedWrites, adapter) if reports_write_outcomes(adapter)
+                          else None)
 
     # -- lifecycle -----------------------------------------------------------
     async def setup(self) -> SchemaStatus:
@@ -390,11 +408,53 @@ class Stm:
 
     # -- writes: database first, then the cache from what it returned ----------------
     async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
-        return await self._write_through(self.adapter.capture(writes), [w.key for w in writes])
+        keys = [w.key for w in writes]
+        reported = self._reporter("capture")
+        if reported is not None:
+            return await self._write_reported(reported.capture_reported, writes, keys)
+        return await self._write_through(self.adapter.capture(writes), keys)
 
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
-        return await self._write_through(self.adapter.write_memory(writes),
-                                         [w.key for w in writes])
+        keys = [w.key for w in writes]
+        reported = self._reporter("write_memory")
+        if reported is not None:
+            return await self._write_reported(reported.write_memory_reported, writes, keys)
+        return await self._write_through(self.adapter.write_memory(writes), keys)
+
+    def _reporter(self, method: str) -> ReportedWrites | None:
+        """The adapter, when its reported twin of ``method`` may be used: not
+        when the adapter object itself was given its own ``method`` (a patched
+        method stays in the path)."""
+        reported = self._reported
+        if reported is None or method in getattr(reported, "__dict__", ()):
+            return None
+        return reported
+
+    async def _write_reported(self, write: Callable[[W, WriteReport],
+                                                    Awaitable[list[MemoryRecord]]],
+                              writes: W, keys: Sequence[MemoryKey]) -> list[MemoryRecord]:
+        """:meth:`_write_through` for an adapter that reports the outcome: it
+        calls back when the write ends, even when the caller was cancelled
+        meanwhile, so no task of our own is needed to keep the cache in step."""
+        def mirror(records: list[MemoryRecord] | None) -> None:
+            if records is None:
+                self.cache.drop_scopes(keys)
+                return
+            try:
+                self.cache.apply(records)
+            except BaseException:
+                self.cache.drop_scopes(keys)
+                raise
+
+        try:
+            return await write(writes, mirror)
+        except asyncio.CancelledError:
+            raise  # the write goes on and reports to ``mirror``
+        except BaseException:
+            # Also when the write failed before it started (nothing to drop then),
+            # or an adapter broke its word: dropping is always safe.
+            self.cache.drop_scopes(keys)
+            raise
 
     async def _write_through(self, write: Coroutine[Any, Any, list[MemoryRecord]],
                              keys: Sequence[MemoryKey]) -> list[MemoryRecord]:

@@ -227,6 +227,50 @@ class ChangeFeed(Protocol):
         ...
 
 
+#: Told a write's outcome: the committed records, or ``None`` when it failed.
+WriteReport = Callable[[list[MemoryRecord] | None], None]
+
+
+class ReportedWrites(Protocol):
+    """Optional capability: memory writes that report their outcome.
+
+    Each method does what its plain twin does and also calls ``report``
+    (unless ``None``) once, on the event loop, as soon as the outcome is
+    known: before the caller resumes, and even when the caller was cancelled
+    meanwhile (the write itself is not cancelled). A call that raises before
+    its write was started does not call it. The store mirrors writes into its
+    cache this way; without the capability it runs each write in a task of
+    its own. See :func:`reports_write_outcomes` for when the store uses it.
+    """
+
+    async def capture_reported(self, writes: Sequence[CaptureWrite],
+                               report: WriteReport | None) -> list[MemoryRecord]:
+        ...
+
+    async def write_memory_reported(self, writes: Sequence[MemoryWrite],
+                                    report: WriteReport | None) -> list[MemoryRecord]:
+        ...
+
+
+def reports_write_outcomes(adapter: object) -> bool:
+    """Whether the store may use ``adapter``'s reported writes: only when the
+    ``_reported`` twin of ``capture`` (``write_memory``) is defined by the
+    class that defines the plain method or by a subclass of it. A wrapper
+    that forwards attributes to an adapter, or a subclass that overrides the
+    plain method alone, keeps its own method in the path."""
+    kind = type(adapter)
+    for name in ("capture", "write_memory"):
+        twin, plain = _defined_in(kind, f"{name}_reported"), _defined_in(kind, name)
+        if twin is None or plain is None or not issubclass(twin, plain):
+            return False
+    return True
+
+
+def _defined_in(kind: type, name: str) -> type | None:
+    """The class in ``kind``'s MRO that defines ``name`` (not instance attributes)."""
+    return next((k for k in kind.__mro__ if name in vars(k)), None)
+
+
 @runtime_checkable
 class MemoryHistory(Protocol):
     """Optional capability: revisions of summary and category writes.

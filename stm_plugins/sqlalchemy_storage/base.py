@@ -69,6 +69,18 @@ class Step(NamedTuple):
     want: Want
 
 
+#: Turns the results of a write's steps into the records it returns.
+Finish = Callable[[list[Any]], list[MemoryRecord]]
+
+
+def capture_upsert(dialect: str, rows: int | None) -> Any:
+    return st.capture_upsert(dialect, rows)
+
+
+def write_upsert(dialect: str, rows: int | None) -> Any:
+    return st.write_upsert(dialect, rows)
+
+
 class SqlStorageAdapter(abc.ABC):
     """Storage on a SQL database; subclasses supply ``setup``, ``aclose`` and
     the two ways of running steps."""
@@ -117,22 +129,28 @@ class SqlStorageAdapter(abc.ABC):
                                           attributes=self._span_attributes(steps)):
             return await self._run_write(steps)
 
-    def _span_attributes(self, steps: Sequence[Step]) -> dict[str, str | int]:
-        # The adapter method that asked (the first caller not named _...):
-        # looked up only while tracing.
-        frame = sys._getframe(2)
-        while frame.f_back is not None and frame.f_code.co_name.startswith("_"):
-            frame = frame.f_back
+    def _span_attributes(self, steps: Sequence[Step],
+                         operation: str | None = None) -> dict[str, str | int]:
+        if operation is None:
+            # The adapter method that asked (the first caller not named _...):
+            # looked up only while tracing.
+            frame = sys._getframe(2)
+            while frame.f_back is not None and frame.f_code.co_name.startswith("_"):
+                frame = frame.f_back
+            operation = frame.f_code.co_name
         return {"db.system.name": self.dialect_name, "stm.storage.backend": self.name,
-                "stm.storage.operation": frame.f_code.co_name,
-                "stm.storage.statements": len(steps)}
+                "stm.storage.operation": operation, "stm.storage.statements": len(steps)}
 
     async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
                            params: Sequence[Mapping[str, Any]]) -> list[Any]:
         """One upsert per row, all in one transaction; rows in input order."""
-        compiled = self.statement((kind,), lambda: self._announce(
-            build(self.dialect_name, None), "k"))
+        compiled = self._upsert_statement(kind, build)
         return await self._write([Step(compiled, p, Want.ONE) for p in params])
+
+    def _upsert_statement(self, kind: str, build: Callable[[str, int | None], Any]) -> Compiled:
+        """The upsert of one memory row."""
+        return self.statement((kind,), lambda: self._announce(
+            build(self.dialect_name, None), "k"))
 
     def _announce(self, statement: Any, what: str) -> Any:
         """A write statement as run. A backend shared by several processes
@@ -198,6 +216,14 @@ class SqlStorageAdapter(abc.ABC):
     async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
         if not writes:
             return []
+        params, finish = self._capture_params(writes)
+        return finish(await self._upsert_rows("capture", capture_upsert, params))
+
+    def _capture_params(self, writes: Sequence[CaptureWrite]
+                        ) -> tuple[list[dict[str, Any]], Finish]:
+        """The upserts' parameters, and how their rows become records (possibly
+        in another thread, after the caller's list could have changed)."""
+        writes = tuple(writes)
         params = []
         sent = []
         last_messages: object = None
@@ -210,36 +236,43 @@ class SqlStorageAdapter(abc.ABC):
                 last_messages, last_json = w.messages, codec.encode_messages(last_clean)
             params.append(codec.capture_params(w, last_json))
             sent.append((last_json, last_clean))
-        rows = await self._upsert_rows("capture", lambda d, r: st.capture_upsert(d, r), params)
-        return [codec.memory_from_row(r, key=w.key, sent_messages=s)
-                for r, w, s in zip(rows, writes, sent, strict=True)]
+
+        def finish(rows: list[Any]) -> list[MemoryRecord]:
+            # The JSON just sent comes back as is: its messages are not decoded again.
+            return [codec.memory_from_row(r, key=w.key, sent_messages=s)
+                    for r, w, s in zip(rows, writes, sent, strict=True)]
+        return params, finish
 
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
         if not writes:
             return []
-        params = [codec.write_params(w) for w in writes]
         if any(w.revision is not None for w in writes):
-            rows = await self._write_with_revisions(writes, params)
-        else:
-            rows = await self._upsert_rows("write", lambda d, r: st.write_upsert(d, r), params)
+            steps, finish = self._write_memory_steps(writes)
+            return finish(await self._write(steps))
+        params = [codec.write_params(w) for w in writes]
+        rows = await self._upsert_rows("write", write_upsert, params)
         return [codec.memory_from_row(r, key=w.key) for r, w in zip(rows, writes, strict=True)]
 
-    async def _write_with_revisions(self, writes: Sequence[MemoryWrite],
-                                    params: Sequence[Mapping[str, Any]]) -> list[Any]:
-        """Each upsert followed by its revision and the trim, all in one transaction."""
-        upsert = self.statement(("write",), lambda: self._announce(
-            st.write_upsert(self.dialect_name, None), "k"))
-        insert = self.statement("revision_insert", lambda: st.revision_insert())
-        trim = self.statement("revision_trim", lambda: st.revision_trim())
+    def _write_memory_steps(self, writes: Sequence[MemoryWrite]) -> tuple[list[Step], Finish]:
+        """Each upsert, followed by its revision and the trim when it has one, all
+        in one transaction; and how the results become records."""
+        writes = tuple(writes)
+        upsert = self._upsert_statement("write", write_upsert)
         steps: list[Step] = []
-        for w, p in zip(writes, params, strict=True):
-            steps.append(Step(upsert, p, Want.ONE))
+        for w in writes:
+            steps.append(Step(upsert, codec.write_params(w), Want.ONE))
             if w.revision is not None:
+                insert = self.statement("revision_insert", lambda: st.revision_insert())
+                trim = self.statement("revision_trim", lambda: st.revision_trim())
                 note = codec.revision_params(w.key, w.revision, w.now_ms)
                 steps.append(Step(insert, note, Want.NOTHING))
                 steps.append(Step(trim, note, Want.NOTHING))
-        results = await self._write(steps)
-        return [r for r, s in zip(results, steps, strict=True) if s.sql is upsert]
+
+        def finish(results: list[Any]) -> list[MemoryRecord]:
+            rows = [r for r, s in zip(results, steps, strict=True) if s.sql is upsert]
+            return [codec.memory_from_row(r, key=w.key)
+                    for r, w in zip(rows, writes, strict=True)]
+        return steps, finish
 
     async def list_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
         compiled = self.statement("revision_rows", lambda: st.revision_rows())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 from stm_core.errors import ValidationError
@@ -30,6 +31,8 @@ from stm_core.storage.validation import channel_id_set
 # Compact, UTF-8 kept as is; built once (json.dumps with options builds one per call).
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _decode = json.JSONDecoder().decode
+#: A string as a JSON string literal, non-ASCII kept (what ``_encode`` does to strings).
+_quote: Callable[[str], str] = encode_basestring
 
 Row = Sequence[Any]
 
@@ -85,9 +88,27 @@ def _message_fields(m: CrudeMessage) -> dict[str, Any]:
 
 
 def encode_messages(messages: Sequence[CrudeMessage]) -> str:
+    """The stored JSON of a message list, exactly as ``_encode`` writes it.
+
+    This runs on every turn: each line is written straight from its fields
+    (strings escaped by the json module's own C function) instead of through
+    a dict per line and the general encoder, about twice as fast. A field of
+    an unexpected type takes the general encoder."""
     if not messages:
         return "[]"
-    return _encode([_message_fields(m) for m in messages])
+    try:
+        return "[" + ",".join([_message_json(m) for m in messages]) + "]"
+    except TypeError:
+        return _encode([_message_fields(m) for m in messages])
+
+
+def _message_json(m: CrudeMessage) -> str:
+    speaker, author, at = m.speaker_name, m.author_id, m.timestamp_ms
+    if type(at) is not int:  # a bool or a float is written differently
+        raise TypeError("timestamp_ms is not an int")
+    head = (f'{{"role":{_quote(m.role)},"content":{_quote(m.content)},"speaker_name":'
+            f'{"null" if speaker is None else _quote(speaker)},"timestamp_ms":{at}')
+    return head + "}" if author is None else f'{head},"{AUTHOR_FIELD}":{_quote(author)}}}'
 
 
 def decode_messages(text: str) -> tuple[CrudeMessage, ...]:

@@ -11,12 +11,19 @@ fails half-way for a lock.
 An in-memory database (``:memory:``) lives in the writer's connection, so reads
 go through the writer thread too.
 
+Memory writes report their outcome (:class:`~stm_core.storage.protocol.ReportedWrites`):
+the writer thread also turns the returned rows into records, and the store is
+told them on the event loop when the batch commits, whether or not the caller
+still waits. No task or shield per write is needed to keep the cache in step.
+
 WAL checkpoints do not run inside the writer's commits (SQLite's automatic
 checkpoint would make the unlucky commit wait for it, tens of milliseconds on
 a large write): the writer's ``wal_autocheckpoint`` is off, and once the WAL
 file passes ``CHECKPOINT_WAL_BYTES`` a ``PASSIVE`` checkpoint runs on the reader
 thread, beside the writer. The writer then finishes the few frames added
-meanwhile when its queue is next empty, which lets SQLite reuse the WAL.
+meanwhile when its queue is next empty, which lets SQLite reuse the WAL; the
+file is then cut back to ``WAL_SIZE_LIMIT`` (``journal_size_limit``), so its
+size keeps telling how much the WAL holds.
 """
 
 from __future__ import annotations
@@ -29,11 +36,19 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from stm_core import telemetry
 from stm_core.errors import ConfigurationError
 from stm_core.settings import Settings
-from stm_core.storage.records import SchemaStatus
+from stm_core.storage.protocol import WriteReport
+from stm_core.storage.records import CaptureWrite, MemoryRecord, MemoryWrite, SchemaStatus
 from stm_plugins.sqlalchemy_storage import migrations as mig
-from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, Step, Want
+from stm_plugins.sqlalchemy_storage.base import (
+    Finish,
+    SqlStorageAdapter,
+    Step,
+    Want,
+    capture_upsert,
+)
 from stm_plugins.sqlalchemy_storage.compiled import dialect_named
 from stm_plugins.sqlalchemy_storage.sqlite_precompiled import (
     ADD_VERSION,
@@ -51,6 +66,10 @@ BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
 #: Writes between two looks at the WAL file's size.
 CHECKPOINT_CHECK_EVERY = 64
+#: The WAL file is cut back to this when SQLite starts it over. Without it the
+#: file keeps its largest size, so it would look due for a checkpoint at every
+#: look once it had passed ``CHECKPOINT_WAL_BYTES``.
+WAL_SIZE_LIMIT = CHECKPOINT_WAL_BYTES // 2
 
 
 def run_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]:
@@ -140,6 +159,7 @@ class SqliteAdapter(SqlStorageAdapter):
         conn = self._connect()
         if self.reader is not None:
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         return conn
 
     def _connect(self) -> sqlite3.Connection:
@@ -207,12 +227,56 @@ class SqliteAdapter(SqlStorageAdapter):
         return await self._reads.run(run_read_steps, steps)
 
     async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
-        result = await self.writer.run(run_steps, steps)
+        self._count_write()
+        return await self.writer.run(run_steps, steps)
+
+    def _count_write(self) -> None:
         self._writes_since_check += 1
         if self._writes_since_check >= CHECKPOINT_CHECK_EVERY:
             self._writes_since_check = 0
             self._maybe_checkpoint()
-        return result
+
+    # -- memory writes (they can report their outcome) -----------------------------------
+    async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
+        return await self.capture_reported(writes, None)
+
+    async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
+        return await self.write_memory_reported(writes, None)
+
+    async def capture_reported(self, writes: Sequence[CaptureWrite],
+                               report: WriteReport | None) -> list[MemoryRecord]:
+        if not writes:
+            return []
+        params, finish = self._capture_params(writes)
+        compiled = self._upsert_statement("capture", capture_upsert)
+        return await self._write_reported([Step(compiled, p, Want.ONE) for p in params],
+                                          finish, report, "capture")
+
+    async def write_memory_reported(self, writes: Sequence[MemoryWrite],
+                                    report: WriteReport | None) -> list[MemoryRecord]:
+        if not writes:
+            return []
+        steps, finish = self._write_memory_steps(writes)
+        return await self._write_reported(steps, finish, report, "write_memory")
+
+    async def _write_reported(self, steps: list[Step], finish: Finish,
+                              report: WriteReport | None, operation: str) -> list[MemoryRecord]:
+        def job(conn: sqlite3.Connection, steps: list[Step]) -> list[MemoryRecord]:
+            # In the writer thread: a record that cannot be built fails its write.
+            return finish(run_steps(conn, steps))
+
+        tell = None
+        if report is not None:
+            def tell(ok: bool, value: Any) -> None:
+                report(value if ok else None)
+
+        self._count_write()
+        tracer = telemetry.tracer()
+        if tracer is None:
+            return await self.writer.run(job, steps, report=tell)
+        with tracer.start_as_current_span(
+                "stm.storage.write", attributes=self._span_attributes(steps, operation)):
+            return await self.writer.run(job, steps, report=tell)
 
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on the reader once the WAL has grown."""

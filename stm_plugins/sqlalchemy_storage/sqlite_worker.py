@@ -14,6 +14,11 @@ read while the writer writes.
 
 Callers pay one hop each way: ``queue.put`` in, ``loop.call_soon_threadsafe``
 out (one wake-up per batch, not per job).
+
+A job may carry a ``report`` callback: it is called on the caller's event loop
+with the job's outcome as soon as that outcome is known, before the caller
+resumes and even when the caller was cancelled meanwhile (the store mirrors
+committed rows into its cache that way, without a task of its own per write).
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ log = logging.getLogger("stm.storage.sqlite")
 A = TypeVar("A")
 T = TypeVar("T")
 
-#: A job: ``fn(connection, arg)``, and where to deliver its outcome.
+#: Called on the event loop with a job's outcome: ``(True, value)`` or ``(False, error)``.
+Report = Callable[[bool, Any], None]
+#: A job: ``fn(connection, arg)``, where to deliver its outcome, and who to tell.
 _Job = tuple[Callable[[sqlite3.Connection, Any], Any], Any, asyncio.AbstractEventLoop,
-             "asyncio.Future[Any]"]
-_Outcome = tuple["asyncio.Future[Any]", bool, Any]
+             "asyncio.Future[Any]", Report | None]
+_Outcome = tuple["asyncio.Future[Any]", bool, Any, Report | None]
 _STOP = object()
 
 
@@ -98,14 +105,20 @@ class SqliteWorker:
             self._closed = True
             raise
 
-    async def run(self, fn: Callable[[sqlite3.Connection, A], T], arg: A) -> T:
-        """Run ``fn(connection, arg)`` in the thread (the writer: and commit it)."""
+    async def run(self, fn: Callable[[sqlite3.Connection, A], T], arg: A, *,
+                  report: Report | None = None) -> T:
+        """Run ``fn(connection, arg)`` in the thread (the writer: and commit it).
+
+        ``report``, when given, is called once with the outcome (see above),
+        whether or not this call is still awaited then; when this raises
+        before the job is queued, it is not called.
+        """
         if self._closed or self._thread is None:
             raise StorageError(f"SQLite database {self.label} is "
                                + ("closed" if self._closed else "not set up (call setup())"))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put((fn, arg, loop, future))
+        self._queue.put((fn, arg, loop, future, report))
         return await future
 
     async def close(self) -> None:
@@ -123,9 +136,9 @@ class SqliteWorker:
             conn = self._connect()
         except Exception as exc:
             error = _storage_error(exc, f"cannot open SQLite database {self.label}")
-            _deliver(loop, [(ready, False, error)])
+            _deliver(loop, [(ready, False, error, None)])
             return
-        _deliver(loop, [(ready, True, None)])
+        _deliver(loop, [(ready, True, None, None)])
         try:
             self._serve(conn)
         finally:
@@ -181,12 +194,12 @@ class SqliteWorker:
 
     def _run_each(self, conn: sqlite3.Connection, batch: list[_Job]) -> None:
         outcomes: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
-        for fn, arg, loop, future in batch:
+        for fn, arg, loop, future, report in batch:
             try:
-                outcome: _Outcome = (future, True, fn(conn, arg))
+                outcome: _Outcome = (future, True, fn(conn, arg), report)
             except Exception as exc:
                 self.stats.failed_jobs += 1
-                outcome = (future, False, _storage_error(exc, f"SQLite {self.label}"))
+                outcome = (future, False, _storage_error(exc, f"SQLite {self.label}"), report)
             outcomes.setdefault(loop, []).append(outcome)
         for loop, items in outcomes.items():
             _deliver(loop, items)
@@ -202,8 +215,8 @@ class SqliteWorker:
             return False
         done: list[tuple[asyncio.AbstractEventLoop, _Outcome]] = []
         try:
-            for fn, arg, loop, future in batch:
-                done.append((loop, (future, True, fn(conn, arg))))
+            for fn, arg, loop, future, report in batch:
+                done.append((loop, (future, True, fn(conn, arg), report)))
         except Exception:
             self.stats.retried_batches += 1
             try:
@@ -226,14 +239,15 @@ class SqliteWorker:
                 self._begin(conn)
             except Exception as exc:
                 error = _storage_error(exc, f"SQLite {self.label}: cannot start a write")
-                outcomes += [(loop, (fut, False, error)) for _f, _a, loop, fut in batch[i:]]
+                outcomes += [(loop, (fut, False, error, report))
+                             for _f, _a, loop, fut, report in batch[i:]]
                 break
             done: list[tuple[asyncio.AbstractEventLoop, _Outcome]] = []
             # A lone job needs no savepoint: its failure rolls back the transaction.
             savepoints = len(batch) - i > 1
             lost = False
             while i < len(batch):
-                fn, arg, loop, future = batch[i]
+                fn, arg, loop, future, report = batch[i]
                 i += 1
                 try:
                     if savepoints:
@@ -244,7 +258,8 @@ class SqliteWorker:
                 except Exception as exc:
                     self.stats.failed_jobs += 1
                     outcomes.append((loop, (future, False,
-                                            _storage_error(exc, f"SQLite {self.label}"))))
+                                            _storage_error(exc, f"SQLite {self.label}"),
+                                            report)))
                     if not self._undo_job(conn, savepoints):
                         # SQLite ended the whole transaction (disk full, I/O error):
                         # the jobs before this one did not commit either.
@@ -254,7 +269,7 @@ class SqliteWorker:
                             f"with a failing write in the same transaction: {exc}"))
                         break
                 else:
-                    done.append((loop, (future, True, value)))
+                    done.append((loop, (future, True, value, report)))
             if lost:
                 continue
             outcomes += self._commit(conn, done)
@@ -313,7 +328,8 @@ class SqliteWorker:
 
 def _failed(done: list[tuple[asyncio.AbstractEventLoop, _Outcome]],
             error: BaseException) -> list[tuple[asyncio.AbstractEventLoop, _Outcome]]:
-    return [(loop, (future, False, error)) for loop, (future, _ok, _v) in done]
+    return [(loop, (future, False, error, report))
+            for loop, (future, _ok, _v, report) in done]
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -333,7 +349,13 @@ def _storage_error(exc: Exception, context: str) -> Exception:
 
 
 def _settle(items: list[_Outcome]) -> None:
-    for future, ok, value in items:
+    for future, ok, value, report in items:
+        if report is not None:
+            try:
+                report(ok, value)
+            except Exception as exc:  # the other callers must still be woken
+                log.exception("reporting a SQLite job's outcome failed")
+                ok, value = False, exc
         if future.done():  # the caller was cancelled; the write still happened
             continue
         if ok:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
 from stm_core.models import CrudeMessage
-from stm_core.storage.records import CaptureWrite, MemoryKey
+from stm_core.storage.protocol import WriteReport, reports_write_outcomes
+from stm_core.storage.records import CaptureWrite, MemoryKey, MemoryRecord
+from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
+from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
 from tests.conftest import OpenStm
 
 
@@ -37,3 +43,109 @@ async def test_cancelled_capture_still_reaches_the_cache(open_stm: OpenStm,
         assert stored is not None
         assert stored.turns_since_refresh in (1, 2)
         assert view.records[key] == stored
+
+
+async def test_sqlite_caller_cancelled_while_its_write_is_held_in_the_writer(
+        open_stm: OpenStm, tmp_path: Path) -> None:
+    """The SQLite store runs a write in the caller's own task: cancelling the
+    caller while the write waits in the writer's queue must still bring the
+    committed row into the cache once the writer gets to it."""
+    async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
+        adapter = stm.adapter
+        assert isinstance(adapter, SqliteAdapter)
+        key = MemoryKey.server("g1", "c1", "p1")
+        view = await stm.server_memories("g1")
+        message = CrudeMessage(role="user", content="hi", speaker_name="Ann",
+                               timestamp_ms=stm.clock.now_ms())
+        write = CaptureWrite(key=key, messages=(message,), now_ms=stm.clock.now_ms(),
+                             counter_increment=1)
+        await stm.capture([write])
+
+        busy, release = threading.Event(), threading.Event()
+
+        def hold(_conn: object, _arg: object) -> None:
+            busy.set()
+            release.wait(10)
+
+        holding = asyncio.create_task(adapter.writer.run(hold, None))
+        await asyncio.to_thread(busy.wait, 10)  # the writer thread is inside ``hold``
+        caller = asyncio.create_task(stm.capture([write]))
+        while adapter.writer.queued() == 0:  # the capture is queued behind it
+            await asyncio.sleep(0.001)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert view.records[key].turns_since_refresh == 1  # not written yet
+        release.set()
+        await holding
+        for _ in range(200):  # the outcome reaches the loop just after the commit
+            if view.records[key].turns_since_refresh == 2:
+                break
+            await asyncio.sleep(0.005)
+
+        stored = await adapter.get_memory(key)
+        assert stored is not None and stored.turns_since_refresh == 2
+        assert view.records[key] == stored
+
+
+def test_reported_writes_are_used_only_where_the_class_defines_both_twins() -> None:
+    """A subclass that overrides ``capture`` alone, or a wrapper that forwards
+    attributes to the adapter, keeps its own ``capture`` in the store's path."""
+    class OwnCapture(SqliteAdapter):
+        async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
+            return await super().capture(writes)
+
+    class BothTwins(OwnCapture):
+        async def capture_reported(self, writes: Sequence[CaptureWrite],
+                                   report: WriteReport | None) -> list[MemoryRecord]:
+            return await super().capture_reported(writes, report)
+
+    class Forwarding:
+        def __init__(self, inner: SqliteAdapter) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inner, name)
+
+    plain = SqliteAdapter(SqliteTarget(path=None))
+    assert reports_write_outcomes(plain)
+    assert not reports_write_outcomes(OwnCapture(SqliteTarget(path=None)))
+    assert reports_write_outcomes(BothTwins(SqliteTarget(path=None)))
+    assert not reports_write_outcomes(Forwarding(plain))
+
+
+async def test_sqlite_write_that_fails_after_its_caller_was_cancelled_drops_the_views(
+        open_stm: OpenStm, tmp_path: Path) -> None:
+    """A failed write may have left the rows in any state the cache cannot
+    know: its scopes are dropped (and reload) even with nobody waiting."""
+    async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
+        adapter = stm.adapter
+        assert isinstance(adapter, SqliteAdapter)
+        await stm.server_memories("g1")
+        # SQLite cannot bind an object: the write fails in the writer thread.
+        bad = CaptureWrite(key=MemoryKey.server("g1", "c1", "p1"), messages=(),
+                           now_ms=stm.clock.now_ms(),
+                           parent_channel_id=object())  # type: ignore[arg-type]
+        busy, release = threading.Event(), threading.Event()
+
+        def hold(_conn: object, _arg: object) -> None:
+            busy.set()
+            release.wait(10)
+
+        holding = asyncio.create_task(adapter.writer.run(hold, None))
+        await asyncio.to_thread(busy.wait, 10)
+        caller = asyncio.create_task(stm.capture([bad]))
+        while adapter.writer.queued() == 0:
+            await asyncio.sleep(0.001)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert stm.cache.servers.get("g1") is not None
+        release.set()
+        await holding
+        for _ in range(200):
+            if stm.cache.servers.get("g1") is None:
+                break
+            await asyncio.sleep(0.005)
+        assert stm.cache.servers.get("g1") is None
+        assert adapter.writer.stats.failed_jobs == 1

@@ -1,0 +1,44 @@
+"""The stored JSON of a message list is what the json module writes, byte for byte."""
+
+from __future__ import annotations
+
+import json
+
+from stm_core.models import CrudeMessage
+from stm_plugins.sqlalchemy_storage import codec
+
+
+def reference(messages: tuple[CrudeMessage, ...]) -> str:
+    """The general encoder over one dict per line (the format rows were written in)."""
+    lines = []
+    for m in messages:
+        line: dict[str, object] = {"role": m.role, "content": m.content,
+                                   "speaker_name": m.speaker_name,
+                                   "timestamp_ms": m.timestamp_ms}
+        if m.author_id is not None:
+            line["author_id"] = m.author_id
+        lines.append(line)
+    return json.dumps(lines, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_lines_are_encoded_exactly_as_the_json_module_encodes_them() -> None:
+    texts = ["plain", 'quote " and back\\slash', "tab\tnew\nline\r\x01\x1f", "é ü 漢字 🙂",
+             "\u2028\u2029", "</script>", ""]
+    messages = tuple(
+        CrudeMessage(role="user" if i % 2 else "model", content=text,
+                     speaker_name=None if i % 3 == 0 else f"Ann \"{i}\" é",
+                     timestamp_ms=1_700_000_000_000 + i,
+                     author_id=None if i % 2 else f"{i}\\x")
+        for i, text in enumerate(texts))
+    encoded = codec.encode_messages(messages)
+    assert encoded == reference(messages)
+    assert codec.decode_messages(encoded) == messages
+    assert codec.encode_messages(()) == "[]"
+
+
+def test_fields_of_unexpected_types_are_still_encoded_as_json_encodes_them() -> None:
+    odd = (CrudeMessage(role="user", content="x", speaker_name=None,
+                        timestamp_ms=True),  # type: ignore[arg-type]
+           CrudeMessage(role="model", content="y", speaker_name=7,  # type: ignore[arg-type]
+                        timestamp_ms=2))
+    assert codec.encode_messages(odd) == reference(odd)
