@@ -21,12 +21,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Functions that run only at import, with the tests that observe their work.
+#: Functions that run only at import, with the tests that observe their work
+#: (found by looking for calls at module level in the mutated modules).
 IMPORT_TIME = {
     "stm_core.admin.argument_types.x_checked_arguments": [
         "tests/reliability/test_hostile_arguments.py", "tests/admin/test_admin_params.py"],
     "stm_core.admin.argument_types.x__wrap": [
         "tests/reliability/test_hostile_arguments.py", "tests/admin/test_admin_params.py"],
+    # Builds each message format's turn rule when its module loads.
+    "stm_core.inject.base.x_each_turn": ["tests/inject", "tests/sdk"],
 }
 _NAME = re.compile(r"^(\S+__mutmut_\d+):")
 
