@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
 from stm_core import Actor
-from stm_core.errors import PermissionDenied, ValidationError
+from stm_core.errors import PermissionDenied, StorageError, ValidationError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.storage.protocol import UserErasure
 from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey
@@ -161,3 +162,57 @@ async def test_only_the_user_may_forget_or_export_themselves(stm: Stm) -> None:
 
 async def test_the_built_in_adapters_offer_the_capability(stm: Stm) -> None:
     assert isinstance(stm.adapter, UserErasure)
+
+
+async def test_a_dry_run_reports_preferences_only_when_some_are_stored(stm: Stm) -> None:
+    await populate(stm)
+    assert (await stm.admin.forget_user(X, dry_run=True)).preferences_removed
+    assert not (await stm.admin.forget_user(Y, dry_run=True)).preferences_removed
+    assert not (await stm.admin.forget_user(Y)).preferences_removed
+
+
+async def test_forget_logs_the_counts_an_operator_audits(
+        stm: Stm, caplog: pytest.LogCaptureFixture) -> None:
+    """docs/logging.md: ``stm.admin`` logs a user forgotten, rows and lines removed."""
+    await populate(stm)
+    with caplog.at_level(logging.INFO, logger="stm.admin"):
+        await stm.admin.forget_user(X)
+        await stm.admin.forget_user(X)
+    said = [r.getMessage() for r in caplog.records
+            if r.name == "stm.admin" and "forgotten" in r.getMessage()]
+    assert said == [
+        f"user {X} forgotten: 2 own rows, 4 lines in 4 other rows, preferences removed",
+        f"user {X} forgotten: 0 own rows, 0 lines in 0 other rows, preferences none stored"]
+
+
+async def test_a_forgotten_users_cached_opt_in_is_gone_too(stm: Stm) -> None:
+    await populate(stm)
+    assert (await stm.user_view(X)).prefs.crossserver_opt_in  # cached now
+    await stm.admin.forget_user(X)
+    assert not (await stm.user_view(X)).prefs.crossserver_opt_in
+
+
+async def test_export_says_which_thread_and_persona_lineage_an_own_row_belongs_to(
+        stm: Stm) -> None:
+    turn = Turn(user_id=X, channel_id="t1", server_id=G, parent_channel_id="c1",
+                persona_id="p", persona_lineage_id="lineage-1", has_tools=False)
+    await stm.record_turn(turn, [line(X, "x-in-thread")], [PersonaResponse(
+        content="reply", persona_name="Bot", persona_id="p")])
+    [own] = (await stm.admin.export_user(X))["own_rows"]
+    assert (own["parent_channel_id"], own["persona_lineage_id"]) == ("c1", "lineage-1")
+
+
+async def test_an_adapter_without_the_capability_is_named_in_the_refusal(stm: Stm) -> None:
+    class Plain:
+        name = "plain"
+
+    real = stm.adapter
+    stm.adapter = Plain()  # type: ignore[assignment]
+    try:
+        for call in (stm.admin.forget_user(X), stm.admin.export_user(X)):
+            with pytest.raises(StorageError) as info:
+                await call
+            assert str(info.value) == ("the plain storage adapter cannot find or remove a "
+                                       "user's lines (it does not implement UserErasure)")
+    finally:
+        stm.adapter = real

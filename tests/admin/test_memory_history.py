@@ -3,6 +3,8 @@ limits on every path, and revisions leaving with their row."""
 
 from __future__ import annotations
 
+import logging
+
 import attrs
 import pytest
 
@@ -11,8 +13,9 @@ from stm_core.errors import ConfigurationError, PermissionDenied, ValidationErro
 from stm_core.models import Turn
 from stm_core.plugin_types import Actor
 from stm_core.settings import Settings
-from stm_core.storage.records import MemoryKey
+from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.store import Stm
+from stm_core.testing.conformance import authored
 
 from .helpers import seed_summary
 
@@ -199,3 +202,114 @@ def test_the_history_setting_from_the_environment() -> None:
 async def test_seeded_rows_without_a_note_keep_no_history(stm: Stm) -> None:
     await seed_summary(stm, KEY, "written by the host directly")
     assert (await stm.admin.memory_history(**WHERE)).revisions == ()
+
+
+async def test_an_adapter_without_history_is_named_by_its_name_or_else_its_class(
+        stm: Stm) -> None:
+    class Plain:
+        name = "plain"
+
+    class Nameless:
+        pass
+
+    real = stm.adapter
+    try:
+        for adapter, shown in ((Plain(), "plain"), (Nameless(), "Nameless")):
+            stm.adapter = adapter  # type: ignore[assignment]
+            with pytest.raises(ConfigurationError) as info:
+                await stm.admin.memory_history(**WHERE)
+            assert str(info.value) == (f"the {shown} storage adapter keeps no memory history "
+                                       "(it lacks the optional MemoryHistory capability)")
+    finally:
+        stm.adapter = real
+
+
+async def test_the_diff_shows_each_line_exactly_as_stored(stm: Stm) -> None:
+    """Trailing spaces and letters stay in the diff (only line ends go)."""
+    await _model_writes(stm, "Loot: 3 gold  \nBoss: Mr X")
+    await _model_writes(stm, "Loot: none")
+    older = (await stm.admin.memory_history(**WHERE)).revisions[1]
+    assert older.diff[-3:] == ("-Loot: none", "+Loot: 3 gold  ", "+Boss: Mr X")
+
+
+async def test_a_memory_never_written_has_an_empty_history_and_nothing_to_undo(
+        stm: Stm) -> None:
+    view = await stm.admin.memory_history(**WHERE)
+    assert (view.current_text, view.revisions) == ("", ())
+    with pytest.raises(ValidationError) as info:
+        await stm.admin.undo_memory(**WHERE)
+    assert (str(info.value), info.value.field, info.value.allowed) == (
+        "nothing to undo: no kept revision differs from the current memory", "rev",
+        "a memory with an earlier revision")
+    with pytest.raises(ValidationError) as info:
+        await stm.admin.restore_memory(**WHERE, rev=1)
+    assert (str(info.value), info.value.allowed) == (
+        "revision 1 is not kept for this memory (kept: none)", "none")
+
+
+async def test_an_unknown_revision_is_refused_with_the_kept_ones(stm: Stm) -> None:
+    await _model_writes(stm, "one")
+    await _model_writes(stm, "two")
+    newest, older = (await stm.admin.memory_history(**WHERE)).revisions
+    kept = f"{newest.rev}, {older.rev}"
+    with pytest.raises(ValidationError) as info:
+        await stm.admin.restore_memory(**WHERE, rev=999)
+    assert (str(info.value), info.value.field, info.value.allowed) == (
+        f"revision 999 is not kept for this memory (kept: {kept})", "rev", kept)
+
+
+async def test_a_restore_is_a_revision_by_the_admin_who_made_it(stm: Stm) -> None:
+    await _model_writes(stm, "one")
+    await _model_writes(stm, "two")
+    await stm.admin.undo_memory(**WHERE, actor=ADMIN)
+    newest = (await stm.admin.memory_history(**WHERE)).revisions[0]
+    assert (newest.author, newest.actor) == ("admin", "mod")
+    await stm.admin.restore_memory(**WHERE, rev=newest.rev - 1,
+                                   actor=Actor(user_id="mod2", can_manage=True))
+    newest = (await stm.admin.memory_history(**WHERE)).revisions[0]
+    assert (newest.author, newest.actor) == ("admin", "mod2")
+    await stm.admin.undo_memory(**WHERE)
+    assert (await stm.admin.memory_history(**WHERE)).revisions[0].actor is None
+
+
+async def test_a_restore_reports_the_memory_as_the_view_shows_it(stm: Stm) -> None:
+    await stm.admin.set_categories(SERVER, ["Goals: what the party wants"])
+    await stm.admin.edit_memory(**WHERE, categories={"goals": "find the bell"})
+    await stm.admin.edit_memory(**WHERE, categories={"goals": "ring it"})
+    restored = await stm.admin.undo_memory(**WHERE)
+    assert restored.snapshot == await stm.admin.view_memory(**WHERE)
+    assert restored.snapshot.mode == "category"
+
+
+async def test_a_restore_is_logged_with_the_memory_and_revision(
+        stm: Stm, caplog: pytest.LogCaptureFixture) -> None:
+    await _model_writes(stm, "one")
+    await _model_writes(stm, "two")
+    with caplog.at_level(logging.INFO, logger="stm.admin"):
+        restored = await stm.admin.undo_memory(**WHERE)
+    assert [r.getMessage() for r in caplog.records if r.name == "stm.admin"] == [
+        f"memory of {KEY} restored to revision {restored.restored_from}"]
+
+
+async def test_a_restore_of_an_expired_memory_does_not_revive_its_old_lines(
+        open_stm: object, backend_url: str, clock: ManualClock) -> None:
+    """An expired row's lines are dropped by the restore, as by any write, with
+    the store's TTLs: the summary TTL for a row with a summary, else the crude one."""
+    settings = attrs.evolve(Settings(), ttl_hours=1, summary_ttl_hours=2)
+    summary_row = {**WHERE, "channel_id": "c-summary"}
+    category_row = {**WHERE, "server_id": "g2", "channel_id": "c-categories"}
+    async with open_stm(backend_url, settings=settings) as stm:  # type: ignore[operator]
+        await stm.admin.set_categories("g2", ["Goals: what the party wants"])
+        for where, first, second in ((summary_row, {"summary": "one"}, {"summary": "two"}),
+                                     (category_row, {"categories": {"goals": "one"}},
+                                      {"categories": {"goals": "two"}})):
+            await stm.admin.edit_memory(**where, **first)
+            await stm.admin.edit_memory(**where, **second)
+            await stm.capture([CaptureWrite(
+                key=MemoryKey.server(where["server_id"], where["channel_id"], PERSONA),
+                now_ms=clock.now_ms(), messages=authored(("u1", "an old line")))])
+        clock.advance(hours=3)
+        for where in (summary_row, category_row):
+            restored = await stm.admin.undo_memory(**where)
+            assert restored.snapshot.messages == ()
+            assert (await stm.admin.view_memory(**where)).messages == ()
