@@ -52,7 +52,7 @@ reliability: $(STAMP)
 ## minutes here; memory and SQLite only. Writes build/mutation-score.json.
 mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[mutate]'
-	rm -rf mutants
+	rm -rf mutants build/fresh-recheck.json
 	env -u STM_TEST_POSTGRES_URL -u STM_REQUIRE_POSTGRES $(BIN)/mutmut run || true
 	mkdir -p build
 	env -u STM_TEST_POSTGRES_URL -u STM_REQUIRE_POSTGRES $(BIN)/python tools/fresh_recheck.py

@@ -44,3 +44,23 @@ def test_fresh_process_verdicts_replace_mutmuts_for_code_run_at_import(tmp_path:
     recheck.write_text('{"imp__mutmut_1": "killed", "imp__mutmut_2": "survived"}')
     assert load().with_fresh_verdicts(statuses, recheck) == {
         "imp__mutmut_1": "killed", "imp__mutmut_2": "survived", "m__mutmut_1": "killed"}
+
+
+def load_recheck() -> ModuleType:
+    path = SCRIPT.with_name("fresh_recheck.py")
+    spec = importlib.util.spec_from_file_location("fresh_recheck", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_recheck_runs_only_the_changed_tests_of_the_mutants_module() -> None:
+    recheck = load_recheck()
+    changed = ["tests/admin/test_new.py", "tests/record/test_x.py", "tests/adminx/test_y.py"]
+    assert recheck.tests_for("stm_core.admin.api.xǁAdminǁ_key__mutmut_3", changed) == [
+        "tests/admin/test_new.py"]
+    assert recheck.tests_for("stm_core.pipeline.build.x__build__mutmut_1", changed) is None
+    # Code run at import: its own tests, whatever changed.
+    assert recheck.tests_for("stm_core.inject.base.x_each_turn__mutmut_2", []) == [
+        "tests/inject", "tests/sdk"]
