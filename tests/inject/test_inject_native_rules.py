@@ -59,6 +59,45 @@ def test_an_anchor_after_a_responses_function_call_moves_above_it() -> None:
     assert block_index(out) == 1
 
 
+ANTHROPIC_TOOL_ROUND: list[dict[str, Any]] = [
+    {"role": "user", "content": "weather?"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "weather",
+                                       "input": {}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                  "content": "sunny"}]},
+    {"role": "assistant", "content": "Sunny."},
+]
+
+
+def test_an_anchor_before_an_anthropic_tool_result_moves_above_its_tool_use() -> None:
+    out = inject(ANTHROPIC_TOOL_ROUND, at_depth(-1), format="anthropic", anchor_index=2)
+    assert block_index(out) == 1
+
+
+def test_nothing_goes_between_two_anthropic_tool_result_messages() -> None:
+    # The API merges consecutive user messages: both results answer the tool_use.
+    second = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2",
+                                           "content": "windy"}]}
+    messages = [*ANTHROPIC_TOOL_ROUND[:3], second, ANTHROPIC_TOOL_ROUND[3]]
+    out = inject(messages, at_depth(-1), format="anthropic", anchor_index=3)
+    assert block_index(out) == 1
+    # A plain user message is no result: the block may go right before it.
+    plain = [*ANTHROPIC_TOOL_ROUND, {"role": "user", "content": "thanks"}]
+    assert block_index(inject(plain, at_depth(-1), format="anthropic", anchor_index=4)) == 4
+
+
+def test_an_anthropic_tool_result_message_is_not_a_turn_but_other_user_messages_are() -> None:
+    # From the end: "Sunny." (1), the tool_use (2); the tool_result is skipped.
+    assert dialogue_insertion_index(ANTHROPIC_TOOL_ROUND, 2, format="anthropic") == 1
+    assert dialogue_insertion_index(ANTHROPIC_TOOL_ROUND, 3, format="anthropic") == 0
+
+
+def test_a_message_of_another_role_is_not_an_anthropic_turn() -> None:
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                {"role": "system", "content": "stray"}, {"role": "user", "content": "c"}]
+    assert block_index(inject(messages, at_depth(2), format="anthropic")) == 1
+
+
 def test_the_depth_helpers_keep_tool_calls_together_unless_told_not_to() -> None:
     # Depth 2 lands on the assistant's call: the default moves it above the call.
     assert dialogue_insertion_index(TOOL_GROUP, 2) == 1

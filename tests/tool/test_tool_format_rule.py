@@ -57,6 +57,34 @@ def test_an_unknown_or_mistyped_provider_is_a_typed_error(provider: str, model: 
     assert isinstance(caught.value, ValidationError) and caught.value.field == "provider"
 
 
+def test_the_unknown_provider_error_reads_whole() -> None:
+    with pytest.raises(UnknownProvider) as caught:
+        hooks().tool_format_for("antropic", "claude-x")
+    known = caught.value.allowed
+    assert known is not None and known.split(", ") == sorted(known.split(", "))
+    assert str(caught.value) == (
+        "no tool format is known for provider 'antropic' with model 'claude-x' (did you mean "
+        "'anthropic', 'anthropic-vertex', 'anthropic-bedrock'?); pass tool_schema(turn, "
+        "format=...) with a registered format key, or "
+        f"teach stm the provider with an stm_tool_format plugin. Known providers: {known}")
+
+
+def test_a_far_provider_gets_no_guess_and_no_model_text() -> None:
+    with pytest.raises(UnknownProvider) as caught:
+        hooks().tool_format_for("zzzz", None)
+    assert str(caught.value).startswith("no tool format is known for provider 'zzzz'; pass ")
+
+
+def test_at_most_three_providers_are_suggested() -> None:
+    from stm_core.tool.formats import unknown_provider
+
+    house = ToolFormat(key="house", render=lambda schema: {})
+    claims = dict.fromkeys(("acme1", "acme2", "acme3", "acme4"), house)
+    error = unknown_provider("acme", None, claims)
+    assert "(did you mean 'acme4', 'acme3', 'acme2'?)" in str(error)  # closest first
+    assert error.allowed == "acme1, acme2, acme3, acme4"
+
+
 class GatewayFormats:
     """A gateway whose Claude models take Anthropic declarations, and a house format."""
 
