@@ -1,0 +1,109 @@
+"""What a refused admin call tells its caller: a ValidationError names the
+field and what is allowed, a PermissionDenied names the user, the action and
+where, a missing storage capability names itself (docs/admin.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from hookspecs import hookimpl
+from stm_core.admin.params import PARAM_NAMES
+from stm_core.errors import PermissionDenied, StorageError, ValidationError
+from stm_core.plugin_types import Actor, StorageAdapterSpec
+from stm_core.storage.protocol import StorageInventory
+from stm_plugins.memory_storage import MemoryAdapter
+from tests.conftest import OpenStm
+
+MEMBER = Actor(user_id="member", can_manage=False)
+
+
+async def test_resetting_an_unknown_parameter_names_it_and_the_known_ones(
+        open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        with pytest.raises(ValidationError) as refused:
+            await stm.admin.reset_server_params("g1", names=["refresh_cadence", "cadence"])
+        known = ", ".join(PARAM_NAMES)
+        assert str(refused.value) == f"unknown server parameter 'cadence'; allowed: {known}"
+        assert refused.value.field == "names"
+        assert refused.value.allowed == known
+        assert not (await stm.adapter.load_server_settings("g1")).refresh_cadence
+
+
+async def test_listing_every_channel_without_a_server_names_the_server_id(
+        open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        with pytest.raises(ValidationError) as refused:
+            await stm.admin.list_personas(user_id="u1")
+    assert str(refused.value) == "listing every channel needs the server id"
+    assert refused.value.field == "server_id"
+    assert refused.value.allowed == "a server id"
+
+
+async def test_listing_a_dm_channel_without_its_user_names_the_user_id(
+        open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        with pytest.raises(ValidationError) as refused:
+            await stm.admin.list_personas(channel_id="dm")
+    assert str(refused.value) == "listing a direct-message channel needs the user id"
+    assert refused.value.field == "user_id"
+    assert refused.value.allowed == "the DM user's id"
+
+
+class NoInventory:
+    """The memory adapter without ``StorageInventory`` (an older plugin's)."""
+
+    name = "no-inventory"
+
+    def __init__(self) -> None:
+        self._inner = MemoryAdapter()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in {"server_ids", "count_older_than"}:
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+class NoInventoryPlugin:
+    @hookimpl
+    def stm_register_storage_adapters(self) -> Iterable[StorageAdapterSpec]:
+        return [StorageAdapterSpec(name="no-inventory", schemes=("no-inventory",),
+                                   factory=lambda url, settings: NoInventory())]
+
+
+async def test_listing_servers_without_the_inventory_capability_names_the_adapter(
+        open_stm: OpenStm) -> None:
+    async with open_stm("no-inventory://", plugins=[NoInventoryPlugin()]) as stm:
+        assert not isinstance(stm.adapter, StorageInventory)
+        with pytest.raises(StorageError) as refused:
+            await stm.admin.list_servers()
+    assert str(refused.value) == ("the no-inventory storage adapter cannot list servers "
+                                  "(it does not implement StorageInventory)")
+
+
+async def test_a_refused_server_change_names_the_user_the_action_and_the_server(
+        open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        with pytest.raises(PermissionDenied) as refused:
+            await stm.admin.set_server_params("g1", refresh_cadence=3, actor=MEMBER)
+    assert str(refused.value) == ("user member may not set server params in server g1: "
+                                  "changing it needs the manage permission (viewing is open)")
+
+
+async def test_a_refused_channel_clear_names_the_channel(open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        with pytest.raises(PermissionDenied) as refused:
+            await stm.admin.clear_channel("c1", actor=MEMBER)
+    assert str(refused.value) == ("user member may not clear channel in channel c1: "
+                                  "changing it needs the manage permission (viewing is open)")
+
+
+async def test_a_refused_look_at_another_users_data_names_both_users(
+        open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        with pytest.raises(PermissionDenied) as refused:
+            await stm.admin.user_opt_in("owner", actor=MEMBER)
+    assert str(refused.value) == ("user member may not user opt in: it concerns user owner's "
+                                  "own memory, which only they may see or change")
