@@ -132,6 +132,25 @@ async def test_edit_categories_by_label_or_slug_replaces_the_set(stm: Stm) -> No
     assert [s.label for s in edit.snapshot.sections] == ["Goals", "HP/MP"]
 
 
+async def test_edit_categories_clears_a_blank_first_field_and_keeps_the_later_ones(
+        stm: Stm) -> None:
+    await stm.admin.set_categories(SERVER, ["Goals: g", "Mood: m"])
+    await stm.admin.edit_memory(server_id=SERVER, channel_id=CHANNEL, persona_id=PERSONA,
+                                categories={"Goals": " ", "Mood": "calm"})
+    row = await stm.adapter.get_memory(MemoryKey.server(SERVER, CHANNEL, PERSONA))
+    assert row is not None and dict(row.categories) == {"mood": "calm"}
+
+
+async def test_edit_categories_finds_a_label_in_any_case_even_where_its_slug_differs(
+        stm: Stm) -> None:
+    # "STRASSE" folds to "strasse" like "Straße" does, but slugs to another name.
+    await stm.admin.set_categories(SERVER, ["Straße: the street"])
+    await stm.admin.edit_memory(server_id=SERVER, channel_id=CHANNEL, persona_id=PERSONA,
+                                categories={"STRASSE": "Main Street"})
+    row = await stm.adapter.get_memory(MemoryKey.server(SERVER, CHANNEL, PERSONA))
+    assert row is not None and dict(row.categories) == {"stra_e": "Main Street"}
+
+
 async def test_edit_refusals_write_nothing(stm: Stm) -> None:
     await stm.admin.set_categories(SERVER, ["Goals: g"])
     key = MemoryKey.server(SERVER, CHANNEL, PERSONA)

@@ -4,12 +4,13 @@ where, a missing storage capability names itself (docs/admin.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 import pytest
 
 from hookspecs import hookimpl
+from stm_core.admin import Admin
 from stm_core.admin.params import PARAM_NAMES
 from stm_core.errors import PermissionDenied, StorageError, ValidationError
 from stm_core.plugin_types import Actor, StorageAdapterSpec
@@ -18,6 +19,58 @@ from stm_plugins.memory_storage import MemoryAdapter
 from tests.conftest import OpenStm
 
 MEMBER = Actor(user_id="member", can_manage=False)
+LONG = "x" * 4001
+BAD_ID = "has space"
+ID_RULE = "a non-empty id of at most 128 characters without spaces"
+
+Call = Callable[[Admin], Coroutine[Any, Any, Any]]
+
+
+async def import_with(admin: Admin, section: str, name: str, value: object) -> Any:
+    doc = await admin.export_config("g1")
+    doc[section][name] = value
+    return await admin.import_config("g1", doc)
+
+
+#: A value refused by the method itself: (call, message, field, allowed).
+VALUE_REFUSALS: dict[str, tuple[Call, str, str, str]] = {
+    "a too long nudge": (
+        lambda a: a.set_prompts("g1", nudge=LONG),
+        "nudge: 4001 characters; at most 4000", "nudge", "at most 4000 characters"),
+    "a too long tool description": (
+        lambda a: a.set_prompts("g1", tool_description=LONG),
+        "tool_description: 4001 characters; at most 4000", "tool_description",
+        "at most 4000 characters"),
+    "an imported too long nudge": (
+        lambda a: import_with(a, "prompts", "nudge", LONG),
+        "prompts.nudge: 4001 characters; at most 4000", "prompts.nudge",
+        "at most 4000 characters"),
+    "an imported bad private channel id": (
+        lambda a: import_with(a, "privacy", "private_channel_ids", [BAD_ID]),
+        f"privacy.private_channel_ids: {BAD_ID!r} is not a valid id; expected {ID_RULE}",
+        "privacy.private_channel_ids", ID_RULE),
+    "an unknown cache policy": (
+        lambda a: a.set_server_params("g1", cache_policy="never"),
+        "cache_policy must be one of freshness, stable, got 'never'", "cache_policy",
+        "freshness, stable"),
+    "a depth out of range": (
+        lambda a: a.set_server_params("g1", nudge_injection_depth=21),
+        "nudge_injection_depth must be an integer from 0 to 20, got 21",
+        "nudge_injection_depth", "an integer from 0 to 20"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VALUE_REFUSALS))
+async def test_a_refused_value_names_its_field_and_what_is_allowed(
+        open_stm: OpenStm, case: str) -> None:
+    call, message, field, allowed = VALUE_REFUSALS[case]
+    async with open_stm("memory://") as stm:
+        before = await stm.adapter.load_server_settings("g1")
+        with pytest.raises(ValidationError) as refused:
+            await call(stm.admin)
+        assert (str(refused.value), refused.value.field, refused.value.allowed) == \
+            (message, field, allowed)
+        assert await stm.adapter.load_server_settings("g1") == before
 
 
 async def test_resetting_an_unknown_parameter_names_it_and_the_known_ones(
