@@ -73,6 +73,46 @@ async def test_a_refused_value_names_its_field_and_what_is_allowed(
         assert await stm.adapter.load_server_settings("g1") == before
 
 
+#: An edit_memory refused on a server with the categories Goals and HP/MP:
+#: (arguments, message, field, allowed).
+EDIT_REFUSALS: dict[str, tuple[dict[str, Any], str, str, str]] = {
+    "a summary in category mode": (
+        {"summary": "text"},
+        "this server is in category mode; give categories (one of: Goals, HP/MP)",
+        "categories", "goals, hp_mp"),
+    "categories and a summary in category mode": (
+        {"summary": "text", "categories": {"Goals": "g"}},
+        "this server is in category mode; give categories (one of: Goals, HP/MP)",
+        "categories", "goals, hp_mp"),
+    "an unknown category": (
+        {"categories": {"Mood": "calm"}},
+        "unknown category 'Mood'; this server's categories: Goals (goals), HP/MP (hp_mp)",
+        "categories", "Goals (goals), HP/MP (hp_mp)"),
+    "a category given twice": (
+        {"categories": {"Goals": "a", "goals": "b"}},
+        "category 'Goals' is given twice", "categories", "each category once"),
+    "categories in summary mode": (
+        {"server_id": "g2", "categories": {"summary": "x"}},
+        "this server is in summary mode; give a summary", "summary", "text (blank clears)"),
+    "nothing in summary mode": (
+        {"server_id": "g2"},
+        "this server is in summary mode; give a summary", "summary", "text (blank clears)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDIT_REFUSALS))
+async def test_a_refused_edit_names_its_field_and_what_is_allowed(
+        open_stm: OpenStm, case: str) -> None:
+    arguments, message, field, allowed = EDIT_REFUSALS[case]
+    async with open_stm("memory://") as stm:
+        await stm.admin.set_categories("g1", ["Goals: g", "HP/MP: h"])
+        with pytest.raises(ValidationError) as refused:
+            await stm.admin.edit_memory(**{"server_id": "g1", "channel_id": "c1", **arguments})
+        assert await stm.adapter.count_memories() == 0
+    assert (str(refused.value), refused.value.field, refused.value.allowed) == \
+        (message, field, allowed)
+
+
 async def test_resetting_an_unknown_parameter_names_it_and_the_known_ones(
         open_stm: OpenStm) -> None:
     async with open_stm("memory://") as stm:
