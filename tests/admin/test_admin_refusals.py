@@ -49,6 +49,34 @@ VALUE_REFUSALS: dict[str, tuple[Call, str, str, str]] = {
         lambda a: import_with(a, "privacy", "private_channel_ids", [BAD_ID]),
         f"privacy.private_channel_ids: {BAD_ID!r} is not a valid id; expected {ID_RULE}",
         "privacy.private_channel_ids", ID_RULE),
+    "an actor that is not an Actor": (
+        lambda a: a.set_server_params("g1", refresh_cadence=3, actor="member"),  # type: ignore[arg-type]
+        "actor must be an Actor, got str", "actor",
+        "stm_core.Actor(user_id=..., can_manage=...)"),
+    "a DM memory without its user": (
+        lambda a: a.view_memory(channel_id="dm"),
+        "a direct-message memory needs the user id", "user_id", "the DM user's id"),
+    **{f"a bad {field} of a memory": (
+        lambda a, field=field: a.view_memory(**{"channel_id": "c1", "user_id": "u1",
+                                                field: BAD_ID}),
+        f"{field}: {BAD_ID!r} is not a valid id; expected {ID_RULE}", field, ID_RULE)
+       for field in ("channel_id", "persona_id", "server_id", "user_id")},
+    "a bad channel to clear": (
+        lambda a: a.clear_channel(BAD_ID),
+        f"channel_id: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "channel_id", ID_RULE),
+    "a bad user to clear": (
+        lambda a: a.clear_user(BAD_ID),
+        f"user_id: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "user_id", ID_RULE),
+    "a bad user to opt in": (
+        lambda a: a.set_user_opt_in(BAD_ID, opt_in=True),
+        f"user_id: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "user_id", ID_RULE),
+    "a bad private channel": (
+        lambda a: a.set_private_channels("g1", channel_ids=["c1", BAD_ID]),
+        f"channel_ids: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "channel_ids",
+        ID_RULE),
+    "a bad server": (
+        lambda a: a.set_categories(BAD_ID, ["Goals: g"]),
+        f"server_id: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "server_id", ID_RULE),
     "an unknown cache policy": (
         lambda a: a.set_server_params("g1", cache_policy="never"),
         "cache_policy must be one of freshness, stable, got 'never'", "cache_policy",
