@@ -61,22 +61,10 @@ VALUE_REFUSALS: dict[str, tuple[Call, str, str, str]] = {
                                                 field: BAD_ID}),
         f"{field}: {BAD_ID!r} is not a valid id; expected {ID_RULE}", field, ID_RULE)
        for field in ("channel_id", "persona_id", "server_id", "user_id")},
-    "a bad channel to clear": (
-        lambda a: a.clear_channel(BAD_ID),
-        f"channel_id: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "channel_id", ID_RULE),
-    "a bad user to clear": (
-        lambda a: a.clear_user(BAD_ID),
-        f"user_id: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "user_id", ID_RULE),
-    "a bad user to opt in": (
-        lambda a: a.set_user_opt_in(BAD_ID, opt_in=True),
-        f"user_id: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "user_id", ID_RULE),
     "a bad private channel": (
         lambda a: a.set_private_channels("g1", channel_ids=["c1", BAD_ID]),
         f"channel_ids: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "channel_ids",
         ID_RULE),
-    "a bad server": (
-        lambda a: a.set_categories(BAD_ID, ["Goals: g"]),
-        f"server_id: {BAD_ID!r} is not a valid id; expected {ID_RULE}", "server_id", ID_RULE),
     "an unknown cache policy": (
         lambda a: a.set_server_params("g1", cache_policy="never"),
         "cache_policy must be one of freshness, stable, got 'never'", "cache_policy",
@@ -99,6 +87,52 @@ async def test_a_refused_value_names_its_field_and_what_is_allowed(
         assert (str(refused.value), refused.value.field, refused.value.allowed) == \
             (message, field, allowed)
         assert await stm.adapter.load_server_settings("g1") == before
+
+
+#: Every call naming one server, user or channel: (the id's field, the call).
+IdCall = Callable[[Admin, str], Coroutine[Any, Any, Any]]
+ID_CALLS: dict[str, tuple[str, IdCall]] = {
+    "server_params": ("server_id", lambda a, i: a.server_params(i)),
+    "set_server_params": ("server_id", lambda a, i: a.set_server_params(i, refresh_cadence=3)),
+    "reset_server_params": ("server_id", lambda a, i: a.reset_server_params(i)),
+    "prompts": ("server_id", lambda a, i: a.prompts(i)),
+    "set_prompts": ("server_id", lambda a, i: a.set_prompts(i, nudge="n")),
+    "reset_prompts": ("server_id", lambda a, i: a.reset_prompts(i)),
+    "categories": ("server_id", lambda a, i: a.categories(i)),
+    "set_categories": ("server_id", lambda a, i: a.set_categories(i, ["Goals: g"])),
+    "reset_categories": ("server_id", lambda a, i: a.reset_categories(i)),
+    "capability": ("server_id", lambda a, i: a.capability(i)),
+    "set_stm_enabled": ("server_id", lambda a, i: a.set_stm_enabled(i, enabled=False)),
+    "privacy": ("server_id", lambda a, i: a.privacy(i)),
+    "set_private_channels": ("server_id",
+                             lambda a, i: a.set_private_channels(i, channel_ids=["c1"])),
+    "add_private_channels": ("server_id",
+                             lambda a, i: a.add_private_channels(i, channel_ids=["c1"])),
+    "remove_private_channels": ("server_id",
+                                lambda a, i: a.remove_private_channels(i, channel_ids=["c1"])),
+    "set_privacy_bypass": ("server_id", lambda a, i: a.set_privacy_bypass(i, bypass=True)),
+    "export_config": ("server_id", lambda a, i: a.export_config(i)),
+    "import_config": ("server_id", lambda a, i: a.import_config(
+        i, {"format": "stm-server-config", "version": 1})),
+    "list_personas": ("server_id", lambda a, i: a.list_personas(server_id=i)),
+    "user_opt_in": ("user_id", lambda a, i: a.user_opt_in(i)),
+    "set_user_opt_in": ("user_id", lambda a, i: a.set_user_opt_in(i, opt_in=True)),
+    "clear_user": ("user_id", lambda a, i: a.clear_user(i)),
+    "clear_channel": ("channel_id", lambda a, i: a.clear_channel(i)),
+    "channel_rows": ("channel_id", lambda a, i: a.channel_rows(i)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ID_CALLS))
+async def test_a_bad_id_is_refused_naming_the_argument_and_the_id_rule(
+        open_stm: OpenStm, name: str) -> None:
+    field, call = ID_CALLS[name]
+    async with open_stm("memory://") as stm:
+        with pytest.raises(ValidationError) as refused:
+            await call(stm.admin, BAD_ID)
+        assert await stm.admin.list_servers() == ()
+    assert (str(refused.value), refused.value.field, refused.value.allowed) == \
+        (f"{field}: {BAD_ID!r} is not a valid id; expected {ID_RULE}", field, ID_RULE)
 
 
 #: An edit_memory refused on a server with the categories Goals and HP/MP:

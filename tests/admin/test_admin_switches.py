@@ -78,3 +78,15 @@ async def test_user_opt_in(stm: Stm) -> None:
     assert not (await stm.admin.set_user_opt_in("u1", opt_in=False)).crossserver_opt_in
     with pytest.raises(ValidationError):
         await stm.admin.set_user_opt_in("", opt_in=True)
+
+
+async def test_an_id_of_128_printable_characters_is_kept_a_longer_or_unprintable_one_refused(
+        stm: Stm) -> None:
+    longest = "x" * 128
+    shown = await stm.admin.set_private_channels(SERVER, channel_ids=[longest, "é1"])
+    assert shown.private_channel_ids == (longest, "é1")
+    for bad in ("x" * 129, "tab\there", "nul\x00", "zero\u200bwidth", "a\u00a0b"):
+        with pytest.raises(ValidationError) as refused:
+            await stm.admin.add_private_channels(SERVER, channel_ids=[bad])
+        assert refused.value.field == "channel_ids"
+    assert (await stm.admin.privacy(SERVER)).private_channel_ids == (longest, "é1")
