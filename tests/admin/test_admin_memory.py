@@ -37,6 +37,7 @@ async def test_view_empty_and_truncated(stm: Stm) -> None:
     shown = await stm.admin.view_memory(server_id=SERVER, channel_id=CHANNEL,
                                         persona_id=PERSONA)
     assert shown.is_empty and not shown.exists and shown.text == EMPTY_NOTICE
+    assert not shown.truncated
     await stm.admin.set_categories(SERVER, [f"Cat {i}: d" for i in range(4)])
     key = MemoryKey.server(SERVER, CHANNEL, PERSONA)
     await seed_categories(stm, key, {f"cat_{i}": "y" * 1500 for i in range(4)})
