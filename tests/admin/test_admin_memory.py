@@ -38,6 +38,7 @@ async def test_view_empty_and_truncated(stm: Stm) -> None:
                                         persona_id=PERSONA)
     assert shown.is_empty and not shown.exists and shown.text == EMPTY_NOTICE
     assert not shown.truncated
+    assert (shown.turns_since_refresh, shown.updated_at_ms, shown.messages) == (0, 0, ())
     await stm.admin.set_categories(SERVER, [f"Cat {i}: d" for i in range(4)])
     key = MemoryKey.server(SERVER, CHANNEL, PERSONA)
     await seed_categories(stm, key, {f"cat_{i}": "y" * 1500 for i in range(4)})
