@@ -37,6 +37,8 @@ async def test_view_empty_and_truncated(stm: Stm) -> None:
     shown = await stm.admin.view_memory(server_id=SERVER, channel_id=CHANNEL,
                                         persona_id=PERSONA)
     assert shown.is_empty and not shown.exists and shown.text == EMPTY_NOTICE
+    assert not shown.truncated
+    assert (shown.turns_since_refresh, shown.updated_at_ms, shown.messages) == (0, 0, ())
     await stm.admin.set_categories(SERVER, [f"Cat {i}: d" for i in range(4)])
     key = MemoryKey.server(SERVER, CHANNEL, PERSONA)
     await seed_categories(stm, key, {f"cat_{i}": "y" * 1500 for i in range(4)})
@@ -56,6 +58,46 @@ async def test_view_category_mode_in_position_order_skipping_blank(stm: Stm) -> 
                                         persona_id=PERSONA)
     assert shown.text == "Goals:\nfind the exit\n\nMood:\ntense"
     assert [s.slug for s in shown.sections] == ["goals", "mood"]
+
+
+async def test_view_shows_the_rows_counter_time_and_lines(stm: Stm, clock: ManualClock) -> None:
+    key = MemoryKey.user("u1", "dm1", PERSONA, None)
+    await seed_summary(stm, key, " notes ", messages=2, counter=3)
+    written_at = clock.now_ms()
+    clock.advance(minutes=5)
+    shown = await stm.admin.view_memory(channel_id="dm1", persona_id=PERSONA, user_id="u1")
+    assert (shown.key, shown.scope, shown.mode, shown.exists) == (key, "dm", "summary", True)
+    assert [(s.slug, s.label, s.text) for s in shown.sections] == [("summary", "Summary",
+                                                                    "notes")]
+    assert (shown.text, shown.truncated, shown.is_empty, shown.expired) == \
+        ("notes", False, False, False)
+    assert (shown.turns_since_refresh, shown.updated_at_ms) == (3, written_at)
+    assert [m.content for m in shown.messages] == ["line 0", "line 1"]
+
+
+async def test_in_summary_mode_the_summary_wins_and_lone_categories_show_humanised(
+        stm: Stm) -> None:
+    both, only_categories = (MemoryKey.server(SERVER, CHANNEL, p) for p in ("p1", "p2"))
+    await seed_categories(stm, both, {"goals": "stale"})
+    await seed_summary(stm, both, "current")
+    await seed_categories(stm, only_categories, {"party_status": " resting ", "hp": " "})
+    shown = await stm.admin.view_memory(server_id=SERVER, channel_id=CHANNEL, persona_id="p1")
+    assert shown.text == "current"
+    shown = await stm.admin.view_memory(server_id=SERVER, channel_id=CHANNEL, persona_id="p2")
+    assert [(s.slug, s.label, s.text) for s in shown.sections] == [
+        ("party_status", "Party Status", "resting")]
+    assert shown.text == "Party Status:\nresting" and shown.mode == "summary"
+
+
+async def test_in_category_mode_a_row_without_categories_shows_its_summary(stm: Stm) -> None:
+    await stm.admin.set_categories(SERVER, ["Goals: g"])
+    await seed_summary(stm, MemoryKey.server(SERVER, CHANNEL, PERSONA), "older summary")
+    shown = await stm.admin.view_memory(server_id=SERVER, channel_id=CHANNEL,
+                                        persona_id=PERSONA)
+    assert shown.mode == "category"
+    assert [(s.slug, s.label, s.text) for s in shown.sections] == [
+        ("summary", "Summary", "older summary")]
+    assert shown.text == "Summary:\nolder summary"
 
 
 async def test_view_flags_an_expired_row(stm: Stm, clock: ManualClock) -> None:
@@ -130,6 +172,25 @@ async def test_edit_categories_by_label_or_slug_replaces_the_set(stm: Stm) -> No
     assert len(row.categories["goals"]) == stm.settings.max_summary_length
     assert edit.truncated == ("goals",)
     assert [s.label for s in edit.snapshot.sections] == ["Goals", "HP/MP"]
+
+
+async def test_edit_categories_clears_a_blank_first_field_and_keeps_the_later_ones(
+        stm: Stm) -> None:
+    await stm.admin.set_categories(SERVER, ["Goals: g", "Mood: m"])
+    await stm.admin.edit_memory(server_id=SERVER, channel_id=CHANNEL, persona_id=PERSONA,
+                                categories={"Goals": " ", "Mood": "calm"})
+    row = await stm.adapter.get_memory(MemoryKey.server(SERVER, CHANNEL, PERSONA))
+    assert row is not None and dict(row.categories) == {"mood": "calm"}
+
+
+async def test_edit_categories_finds_a_label_in_any_case_even_where_its_slug_differs(
+        stm: Stm) -> None:
+    # "STRASSE" folds to "strasse" like "Straße" does, but slugs to another name.
+    await stm.admin.set_categories(SERVER, ["Straße: the street"])
+    await stm.admin.edit_memory(server_id=SERVER, channel_id=CHANNEL, persona_id=PERSONA,
+                                categories={"STRASSE": "Main Street"})
+    row = await stm.adapter.get_memory(MemoryKey.server(SERVER, CHANNEL, PERSONA))
+    assert row is not None and dict(row.categories) == {"stra_e": "Main Street"}
 
 
 async def test_edit_refusals_write_nothing(stm: Stm) -> None:

@@ -99,6 +99,15 @@ async def test_bad_values_are_refused_and_nothing_is_written(
     assert await stm.adapter.load_server_settings(SERVER) == before
 
 
+async def test_setting_no_parameter_writes_nothing_and_shows_the_current_ones(
+        stm: Stm) -> None:
+    await stm.admin.set_server_params(SERVER, refresh_cadence=9)
+    before = await stm.adapter.load_server_settings(SERVER)
+    shown = await stm.admin.set_server_params(SERVER)
+    assert shown == await stm.admin.server_params(SERVER) and shown.refresh_cadence == 9
+    assert await stm.adapter.load_server_settings(SERVER) == before
+
+
 async def test_render_mode_error_lists_registered_modes(stm: Stm) -> None:
     with pytest.raises(ValidationError, match="crude_summary, supersede"):
         await stm.admin.set_server_params(SERVER, render_mode="nope")

@@ -56,6 +56,30 @@ async def test_reset_one_or_both(stm: Stm) -> None:
     assert prompts.tool_description.is_default and prompts.nudge.is_default
 
 
+async def test_reset_stores_no_override_at_all(stm: Stm) -> None:
+    await stm.admin.set_prompts(SERVER, nudge="n", tool_description="d")
+    await stm.admin.reset_prompts(SERVER)
+    stored = await stm.adapter.load_server_settings(SERVER)
+    assert stored.tool_description_override is None and stored.update_nudge_override is None
+
+
+async def test_reset_of_neither_prompt_changes_nothing_and_shows_both(stm: Stm) -> None:
+    await stm.admin.set_prompts(SERVER, nudge="n")
+    before = await stm.adapter.load_server_settings(SERVER)
+    prompts = await stm.admin.reset_prompts(SERVER, tool_description=False, nudge=False)
+    assert prompts.nudge.text == "n" and prompts.tool_description.is_default
+    assert await stm.adapter.load_server_settings(SERVER) == before
+
+
+async def test_setting_no_prompt_writes_nothing_and_shows_the_current_ones(
+        stm: Stm) -> None:
+    await stm.admin.set_prompts(SERVER, nudge="n")
+    before = await stm.adapter.load_server_settings(SERVER)
+    prompts = await stm.admin.set_prompts(SERVER)
+    assert prompts.nudge.text == "n" and prompts.tool_description.is_default
+    assert await stm.adapter.load_server_settings(SERVER) == before
+
+
 @pytest.mark.parametrize("text", ["{0.__class__}", "hi {x[0]}", "{x!r}", "{x:>99999}",
                                   "{user.__init__.__globals__}"])
 async def test_format_syntax_is_stored_as_typed(stm: Stm, text: str) -> None:

@@ -3,6 +3,7 @@ cross-server opt-in."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -48,6 +49,15 @@ async def test_bad_channel_ids_write_nothing(stm: Stm, ids: Any) -> None:
     assert (await stm.admin.privacy(SERVER)).private_channel_ids == ("keep",)
 
 
+async def test_adding_and_removing_private_channels_logs_which_setting_changed(
+        stm: Stm, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="stm.admin"):
+        await stm.admin.add_private_channels(SERVER, channel_ids=["c1"])
+        await stm.admin.remove_private_channels(SERVER, channel_ids=["c1"])
+    assert [r.getMessage() for r in caplog.records if r.name == "stm.admin"] == \
+        [f"server {SERVER} settings changed: private_channel_ids"] * 2
+
+
 async def test_privacy_bypass(stm: Stm) -> None:
     shown = await stm.admin.set_privacy_bypass(SERVER, bypass=True)
     assert shown.privacy_bypass
@@ -58,7 +68,8 @@ async def test_privacy_bypass(stm: Stm) -> None:
 
 
 async def test_user_opt_in(stm: Stm) -> None:
-    assert not (await stm.admin.user_opt_in("u1")).crossserver_opt_in
+    shown = await stm.admin.user_opt_in("u1")
+    assert shown.user_id == "u1" and not shown.crossserver_opt_in
     view = await stm.user_view("u1")
     assert not view.prefs.crossserver_opt_in
     assert (await stm.admin.set_user_opt_in("u1", opt_in=True)).crossserver_opt_in
@@ -67,3 +78,15 @@ async def test_user_opt_in(stm: Stm) -> None:
     assert not (await stm.admin.set_user_opt_in("u1", opt_in=False)).crossserver_opt_in
     with pytest.raises(ValidationError):
         await stm.admin.set_user_opt_in("", opt_in=True)
+
+
+async def test_an_id_of_128_printable_characters_is_kept_a_longer_or_unprintable_one_refused(
+        stm: Stm) -> None:
+    longest = "x" * 128
+    shown = await stm.admin.set_private_channels(SERVER, channel_ids=[longest, "é1"])
+    assert shown.private_channel_ids == (longest, "é1")
+    for bad in ("x" * 129, "tab\there", "nul\x00", "zero\u200bwidth", "a\u00a0b"):
+        with pytest.raises(ValidationError) as refused:
+            await stm.admin.add_private_channels(SERVER, channel_ids=[bad])
+        assert refused.value.field == "channel_ids"
+    assert (await stm.admin.privacy(SERVER)).private_channel_ids == (longest, "é1")

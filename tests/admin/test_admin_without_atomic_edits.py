@@ -79,3 +79,16 @@ async def test_import_falls_back_to_two_writes_with_the_same_result() -> None:
         stored = await stm.admin.import_config("g", doc)
         assert [c["label"] for c in stored["categories"]] == ["Mood"]
         assert await stm.adapter.get_memory(key) is None  # categories changed: cleared
+
+
+async def test_import_of_the_servers_own_categories_keeps_its_memories() -> None:
+    async with open_store("plain://", settings=Settings(), plugins=[PlainPlugin()],
+                          load_entrypoints=False) as stm:
+        await stm.admin.set_categories("g", ["Mood: how people feel"])
+        key = MemoryKey.server("g", "c1", None)
+        await stm.adapter.write_memory([MemoryWrite(key=key, now_ms=1, set_categories=True,
+                                                    categories={"mood": "calm"})])
+        doc = await stm.admin.export_config("g")
+        doc["params"]["refresh_cadence"] = 7
+        await stm.admin.import_config("g", doc)
+        assert await stm.adapter.get_memory(key) is not None

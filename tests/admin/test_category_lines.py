@@ -81,3 +81,27 @@ def test_a_duplicate_names_both_labels_and_the_field() -> None:
     assert str(error) == ("categories line 2: duplicate category 'goals!' (same field name "
                           "'goals' as 'Goals')")
     assert error.allowed == "labels with distinct field names"
+
+
+@pytest.mark.parametrize(("entry", "message", "allowed"), [
+    (("categories[0]", " ", "d"),
+     "categories[0]: invalid category, the label is empty; write 'label: description'",
+     "label: description"),
+    (("categories[0]", "L", " "),
+     "categories[0]: invalid category, the description is empty; write 'label: description'",
+     "label: description"),
+    (("categories[0]", "Time: now", "d"),
+     "categories[0]: invalid category, the label 'Time: now' contains ':'",
+     "labels without ':'"),
+    (("categories[0]", "L", "x" * 998),
+     "categories[0]: longer than 1000 characters", "at most 1000 characters per category"),
+    (("categories[0]", "日本語", "d"),
+     "categories[0]: invalid category, the label '日本語' has no ASCII letter or digit to "
+     "name its field", "labels with at least one ASCII letter or digit"),
+])
+def test_each_refused_category_says_what_is_wrong_and_what_is_allowed(
+        entry: tuple[str, str, str], message: str, allowed: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        check_categories([entry], max_categories=5)
+    assert (str(refused.value), refused.value.field, refused.value.allowed) == \
+        (message, "categories", allowed)
