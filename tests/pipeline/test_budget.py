@@ -281,3 +281,23 @@ def test_the_built_in_counters_are_byte_bounded() -> None:
     assert is_byte_bounded(estimate_tokens)
     for text in ("plain words", "éàü", "漢字かな", "🙂🙂", ""):
         assert estimate_tokens(text) <= len(text.encode())
+
+
+def test_the_same_channel_memory_is_cut_to_the_longest_start_that_fits() -> None:
+    """One token per character: the cut keeps exactly as much as the budget allows,
+    at every budget (the rendering adds two characters; from one kept character
+    up to all but one)."""
+    body = "abcdefghij" * 10
+    for budget in range(len(BUDGET_TRUNCATION_MARK) + 3, len(body) + 2):
+        block = fit_budget(budget, len, nudge=None, render_other=lambda n, r: (None, None),
+                           entries=0, raw_lines=0, same_body=body,
+                           render_same=lambda b: f"<{b}>")
+        kept = budget - 2 - len(BUDGET_TRUNCATION_MARK)
+        assert block.same == "<" + body[:kept] + BUDGET_TRUNCATION_MARK + ">", budget
+
+
+def test_nothing_of_the_same_channel_memory_is_shown_when_only_the_mark_would_fit() -> None:
+    block = fit_budget(len(BUDGET_TRUNCATION_MARK) + 2, len, nudge=None,
+                       render_other=lambda n, r: (None, None), entries=0, raw_lines=0,
+                       same_body="abcdefghij" * 10, render_same=lambda b: f"<{b}>")
+    assert block.same is None

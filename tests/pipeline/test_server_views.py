@@ -28,7 +28,7 @@ from stm_core.settings import Settings
 from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey, MemoryRecord
 from stm_core.store import Stm, open_store
 
-from .support import GUILD, OpenStm, make_turn, other_text, server_key, write
+from .support import GUILD, OpenStm, make_turn, other_text, server_key, user_key, write
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -220,6 +220,43 @@ async def test_a_build_reads_past_the_bound_when_the_newest_rows_are_hidden(
         assert [n for n in range(6) if f"mine {n}" in text] == [3, 4, 5]
         assert "theirs" not in text
         assert len(view.records) == 5  # the cached view kept its bound
+
+
+async def test_a_dm_build_reads_past_the_bound_of_the_users_view(
+        open_stm: OpenStm, backend_url: str, clock: ManualClock) -> None:
+    """The same for a direct message: the user's own rows in other DMs."""
+    dm_turn = make_turn(server_id=None, channel_id="dm-now", persona_lineage_id="mine")
+    async with open_stm(backend_url, settings=bounded(5)) as stm:
+        await stm.build_context(dm_turn)
+        for n in range(6):
+            clock.advance(ms=1000)
+            await write(stm, user_key(f"dm-m{n}"), summary=f"mine {n}", lineage="mine")
+        for n in range(8):
+            clock.advance(ms=1000)
+            await write(stm, user_key(f"dm-t{n}"), summary=f"theirs {n}", lineage="theirs")
+        text = other_text(await stm.build_context(dm_turn))
+        assert text is not None
+        assert [n for n in range(6) if f"mine {n}" in text] == [3, 4, 5]
+        assert "theirs" not in text
+
+
+async def test_reading_past_the_bound_keeps_every_row_of_the_window(
+        open_stm: OpenStm, clock: ManualClock) -> None:
+    """More than a thousand newer rows of another lineage: the read past the
+    bound has no bound of its own, so the three shown rows are still found."""
+    async with open_stm("memory://", settings=bounded(5)) as stm:
+        await stm.build_context(make_turn(persona_lineage_id="mine"))
+        for n in range(3):
+            clock.advance(ms=1000)
+            await write(stm, server_key(f"m{n}", persona="p1"), summary=f"mine {n}",
+                        lineage="mine")
+        for n in range(1005):
+            clock.advance(ms=10)
+            await write(stm, server_key(f"t{n}", persona="p2"), summary="theirs",
+                        lineage="theirs")
+        text = other_text(await stm.build_context(make_turn(persona_lineage_id="mine")))
+        assert text is not None
+        assert [n for n in range(3) if f"mine {n}" in text] == [0, 1, 2]
 
 
 WRITER = textwrap.dedent("""
