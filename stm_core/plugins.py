@@ -21,12 +21,15 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import inspect
 import os
 import warnings
 from collections.abc import Iterable, Mapping
-from types import ModuleType
+from types import MethodType, ModuleType
+from typing import cast
 
 import pluggy
+from pluggy import HookimplOpts
 
 from hookspecs import PROJECT_NAME, SPEC_CLASSES
 from stm_core import dist_scan
@@ -108,6 +111,22 @@ class StmPluginManager(pluggy.PluginManager):
         #: :mod:`stm_core.hookimpl_checks`).
         self.plugin_warnings: dict[str, list[str]] = {}
         self.policy = LoadPolicy()
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> HookimplOpts | None:
+        # Modules (every built-in plugin) answered from their own dict: pluggy
+        # looks each name up with inspect.getattr_static, imported names
+        # included, which made registering the built-ins a third of the work
+        # of a short `stm` command. Same answers: a plain function carries
+        # its marker itself; anything but a function or a method wrapper is
+        # no hook; wrappers (rare in a module) go to pluggy.
+        if isinstance(plugin, ModuleType):
+            value = vars(plugin).get(name)
+            if inspect.isfunction(value):
+                opts = getattr(value, f"{self.project_name}_impl", None)
+                return cast(HookimplOpts, opts) if isinstance(opts, dict) else None
+            if not isinstance(value, (staticmethod, classmethod, MethodType)):
+                return None
+        return super().parse_hookimpl_opts(plugin, name)
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         result = super().register(plugin, name)

@@ -280,3 +280,27 @@ async def test_a_permission_policy_answering_nonsense_refuses_the_call(answer: o
                                               r"set_server_params"):
             await stm.admin.set_server_params("3001", refresh_cadence=3, actor=manager)
         assert (await stm.admin.server_params("3001")).refresh_cadence == 5
+
+
+def test_module_plugins_are_parsed_as_pluggy_parses_them() -> None:
+    """The manager answers for modules from their own dict (a start-up
+    saving); every name of every built-in module gets pluggy's own answer."""
+    import importlib
+    import types
+
+    import pluggy
+
+    from stm_core.plugins import DEFAULT_PLUGINS, StmPluginManager
+
+    ours, theirs = StmPluginManager(), pluggy.PluginManager("stm")
+    module = types.ModuleType("odd_plugin")
+    module.static_hook = staticmethod(lambda: None)  # type: ignore[attr-defined]
+    module.not_a_hook = 3  # type: ignore[attr-defined]
+    modules = [importlib.import_module(m) for m in DEFAULT_PLUGINS]
+    checked = 0
+    for plugin in [*modules, module]:
+        for name in dir(plugin):
+            assert ours.parse_hookimpl_opts(plugin, name) == \
+                theirs.parse_hookimpl_opts(plugin, name), (plugin, name)
+            checked += ours.parse_hookimpl_opts(plugin, name) is not None
+    assert checked >= len(DEFAULT_PLUGINS)  # the hooks themselves were found
