@@ -55,15 +55,6 @@ def cached_tool_schema(profile: ServerProfile, prompts: PromptSet) -> ToolSchema
     return schema
 
 
-def tool_format(hooks: Hooks, format: str | None, provider: str,
-                model: str | None = None) -> ToolFormat:
-    """The format asked for by key, else the one of the provider and model
-    (:meth:`~stm_core.hooks.Hooks.tool_format_for`)."""
-    if format is None:
-        return hooks.tool_format_for(provider, model)
-    return registered_format(hooks, format)
-
-
 def registered_format(hooks: Hooks, format: str) -> ToolFormat:
     """The format registered under ``format``, or a :class:`ValidationError`."""
     formats = hooks.tool_formats()
@@ -74,13 +65,6 @@ def registered_format(hooks: Hooks, format: str) -> ToolFormat:
             + ", ".join(sorted(formats)),
             field="format", allowed=", ".join(sorted(formats)))
     return found
-
-
-def render_tool_schema(hooks: Hooks, schema: ToolSchema, format: str | None = None,
-                       provider: str = "", model: str | None = None) -> dict[str, Any]:
-    """``schema`` as a provider declaration; a new dict on every call, so the
-    caller may change it freely."""
-    return tool_format(hooks, format, provider, model).render(schema)
 
 
 async def tool_schema(stm: Stm, turn: Turn, format: str | None) -> dict[str, Any] | None:
