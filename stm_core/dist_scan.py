@@ -63,7 +63,7 @@ def declares_entry_point_group(group: str) -> bool | None:
             with open(path, encoding="utf-8") as handle:
                 if header.search(handle.read()):
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # none, or an egg-info file
             continue
         except (OSError, UnicodeDecodeError):
             return None
