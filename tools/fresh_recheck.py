@@ -66,8 +66,14 @@ def statuses(mutmut: str) -> dict[str, str]:
             if (m := _RESULT.match(line.strip()))}
 
 
-def changed_tests() -> list[str]:
-    """Test files that differ from the copy mutmut ran (new ones included)."""
+def changed_tests(since: str | None = None) -> list[str]:
+    """Test files that differ from the copy mutmut ran (new ones included), or
+    from commit ``since`` when given (the copy may have been edited by hand)."""
+    if since is not None:
+        out = subprocess.run(["git", "diff", "--name-only", since, "--", "tests"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+        return sorted(p for p in out.split() if Path(p).name.startswith("test_")
+                      and (ROOT / p).exists())
     copy = ROOT / "mutants"
     return sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
                   if not (copy / path.relative_to(ROOT)).exists()
@@ -100,8 +106,9 @@ def main() -> int:
     parser.add_argument("--mutmut", default=str(Path(sys.executable).with_name("mutmut")))
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "fresh-recheck.json")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--since", help="count test files changed since this commit")
     args = parser.parse_args()
-    changed = changed_tests()
+    changed = changed_tests(args.since)
     # The tests as they are now, beside the source mutmut mutated.
     shutil.copytree(ROOT / "tests", ROOT / "mutants" / "tests", dirs_exist_ok=True)
     found = statuses(args.mutmut)
