@@ -96,8 +96,11 @@ def killed(mutant: str, tests: list[str]) -> bool:
     env = {k: v for k, v in os.environ.items()
            if k not in ("STM_TEST_POSTGRES_URL", "STM_REQUIRE_POSTGRES")}
     env["MUTANT_UNDER_TEST"] = mutant
+    # The in-memory and plain variants only: a subset failing is a kill, and the
+    # SQLite variant of a test rarely sees a rule its memory twin misses.
     done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                           *tests], cwd=ROOT / "mutants", env=env, capture_output=True)
+                           "-k", "not sqlite", *tests], cwd=ROOT / "mutants", env=env,
+                          capture_output=True)
     return done.returncode not in (0, 5)  # 5: no test collected, nothing proven
 
 

@@ -98,6 +98,40 @@ def test_a_message_of_another_role_is_not_an_anthropic_turn() -> None:
     assert block_index(inject(messages, at_depth(2), format="anthropic")) == 1
 
 
+def responses_call(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
+
+
+def responses_output(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+
+
+def test_nothing_goes_between_two_responses_outputs() -> None:
+    items = [{"type": "message", "role": "user", "content": "go"}, responses_call("a"),
+             responses_call("b"), responses_output("a"), responses_output("b")]
+    out = inject(items, at_depth(-1), format="openai-responses", anchor_index=4)
+    assert block_index(out) == 1
+
+
+def test_responses_turns_count_a_round_of_calls_once_and_skip_reasoning() -> None:
+    user = {"type": "message", "role": "user", "content": "go"}
+    reasoning = {"type": "reasoning", "id": "r1", "summary": []}
+    items = [user, reasoning, responses_call("a"), responses_call("b"), responses_output("a"),
+             responses_output("b"), reasoning, responses_call("c"), responses_output("c")]
+    # From the end: call c (1: made after seeing outputs, reasoning skipped),
+    # the round a+b (2: b follows a, counted once), the user (3).
+    assert dialogue_insertion_index(items, 1, format="openai-responses") == 6
+    assert dialogue_insertion_index(items, 2, format="openai-responses") == 1
+    assert dialogue_insertion_index(items, 3, format="openai-responses") == 0
+    # Reasoning between two calls of one round does not make the second a turn.
+    round_with_reasoning = [user, responses_call("a"), reasoning, responses_call("b"),
+                            responses_output("a"), responses_output("b")]
+    assert dialogue_insertion_index(round_with_reasoning, 2, format="openai-responses") == 0
+    # A call first in the list is a turn of its own.
+    assert dialogue_insertion_index([responses_call("z"), responses_output("z")], 1,
+                                    format="openai-responses") == 0
+
+
 def test_the_depth_helpers_keep_tool_calls_together_unless_told_not_to() -> None:
     # Depth 2 lands on the assistant's call: the default moves it above the call.
     assert dialogue_insertion_index(TOOL_GROUP, 2) == 1

@@ -88,6 +88,10 @@ async def test_unknown_format_key_lists_the_registered_ones(stm: Stm) -> None:
     assert "'openia'" in str(err.value)
     for key in ("anthropic", "gemini", "neutral", "openai"):
         assert key in str(err.value)
+    known = err.value.allowed
+    assert known is not None and known.split(", ") == sorted(known.split(", "))
+    assert err.value.field == "format"
+    assert str(err.value) == f"unknown tool format 'openia'; registered formats: {known}"
 
 
 @pytest.mark.parametrize("turn_changes", [
