@@ -110,6 +110,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "fresh-recheck.json")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--since", help="count test files changed since this commit")
+    parser.add_argument("--only", action="append", default=[],
+                        help="recheck only mutants whose name starts with this (repeatable)")
     args = parser.parse_args()
     changed = changed_tests(args.since)
     # The tests as they are now, beside the source mutmut mutated.
@@ -117,6 +119,7 @@ def main() -> int:
     found = statuses(args.mutmut)
     todo = {name: tests for name, status in found.items()
             if (status in NOT_KILLED or name.rsplit("__mutmut_", 1)[0] in IMPORT_TIME)
+            and (not args.only or name.startswith(tuple(args.only)))
             and (tests := tests_for(name, changed)) is not None}
     print(f"{len(changed)} test files changed since the run; {len(todo)} mutants to recheck",
           flush=True)
