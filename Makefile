@@ -48,8 +48,9 @@ reliability: $(STAMP)
 	$(BIN)/python -m pytest tests/reliability -q
 	cat build/reliability-figures.json
 
-## Mutation testing of the core (docs/testing.md); not part of CI. About 20-40
-## minutes here; memory and SQLite only. Writes build/mutation-score.json.
+## Mutation testing of the core (docs/testing.md); not part of CI. About 6,000
+## mutants at roughly one per second on two cores: hours, not minutes (resumable);
+## memory and SQLite only. Writes build/mutation-score.json.
 mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[mutate]'
 	rm -rf mutants build/fresh-recheck.json
