@@ -99,16 +99,16 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded
     servers = (await origin_settings(stm, turn, loaded.profile, few) if few
                else current_settings(turn, loaded.profile))
     visible = visibility_filter(stm, turn, loaded.profile, loaded.opt_in, servers)
-    cap = env.max_other_channels
-    if not few:  # the usual guild turn: the server's own rows alone
-        return first_visible(own, visible, cap, _shown_now(now, crude_ttl, summary_ttl)), servers
-    own = (r for r in own if is_shown(r, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl))
     # Equal times: the server's own rows before folded ones (merge is stable).
-    rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True)
-    return first_visible(rows, visible, cap), servers
+    # The usual guild turn has no folded rows: its own rows alone, no merge.
+    rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
+    return first_visible(rows, visible, env.max_other_channels,
+                         _shown_now(now, crude_ttl, summary_ttl)), servers
 
 
 def _shown_now(now: int, crude_ttl: int, summary_ttl: int) -> Callable[[MemoryRecord], bool]:
+    """Expiry as one test per row, checked while walking (the folded rows,
+    already filtered, pass it again: a few rows at most)."""
     def shown(r: MemoryRecord) -> bool:
         return is_shown(r, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
     return shown

@@ -117,14 +117,9 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
     pieces: list[str] = []
     newest: int | None = None
     for record in entries:
-        if memo is None:
-            piece = render(entry_parts(record, turn, now_ms=now_ms,
-                                       current_server=current_server,
-                                       crude_count=crude_count, order=order, stable=stable))
-        else:
-            piece = _remembered_piece(memo, record, turn, render, now_ms=now_ms,
-                                      current_server=current_server,
-                                      crude_count=crude_count, order=order, stable=stable)
+        piece = _piece(memo, record, turn, render, now_ms=now_ms,
+                       current_server=current_server, crude_count=crude_count, order=order,
+                       stable=stable)
         if piece:
             pieces.append(piece)
             if newest is None or record.updated_at_ms > newest:
@@ -132,14 +127,17 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
     return "".join(pieces).strip(), newest
 
 
-def _remembered_piece(memo: RenderMemo, record: MemoryRecord, turn: Turn,
-                      render: Callable[[OtherChannelParts], str], *, now_ms: int,
-                      current_server: str, crude_count: int, order: CategoryOrder,
-                      stable: bool) -> str:
-    """``render(entry_parts(...))``, from the memo when every input it reads
-    is the same: the row, its server's category order, the render mode, and
-    what the headers and raw lines take from the turn (channel label, age
-    label, names, impersonation)."""
+def _piece(memo: RenderMemo | None, record: MemoryRecord, turn: Turn,
+           render: Callable[[OtherChannelParts], str], *, now_ms: int,
+           current_server: str, crude_count: int, order: CategoryOrder,
+           stable: bool) -> str:
+    """``render(entry_parts(...))``, from the memo when there is one and every
+    input the text reads is the same: the row, its server's category order,
+    the render mode, and what the headers and raw lines take from the turn
+    (channel label, age label, names, impersonation)."""
+    if memo is None:
+        return render(entry_parts(record, turn, now_ms=now_ms, current_server=current_server,
+                                  crude_count=crude_count, order=order, stable=stable))
     server_id = record.key.server_id
     same_server = server_id == current_server
     chan = channel_reference(record.key.channel_id, turn) if same_server else OTHER_SERVER
