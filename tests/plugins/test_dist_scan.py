@@ -41,6 +41,11 @@ def test_a_group_nobody_declares_is_known_absent(site: Path) -> None:
     assert dist_scan.declares_entry_point_group(GROUP) is False
 
 
+def test_a_group_declared_in_an_egg_info_folder_is_found(site: Path) -> None:
+    write_dist(site, "dev_plug", "0.1", f"[{GROUP}]\nplug = plug\n", suffix=".egg-info")
+    assert dist_scan.declares_entry_point_group(GROUP) is True
+
+
 def test_an_egg_info_file_has_no_entry_points_to_read(site: Path) -> None:
     (site / "old_tool-1.0.egg-info").write_text("Metadata-Version: 1.1\nName: old-tool\n")
     assert dist_scan.declares_entry_point_group(GROUP) is False
