@@ -179,14 +179,15 @@ class PostgresAdapter(SqlStorageAdapter):
         try:
             subscription = await notify.subscribe(connect, self.channel, on_notice, on_lost)
         except _DRIVER_ERRORS as exc:
-            raise StorageError(f"cannot listen on PostgreSQL {where.label}: {exc}") from exc
+            raise StorageError(f"cannot listen on PostgreSQL {where.label}: "
+                               f"{self._why(exc)}") from exc
         try:
             await subscription.hears(send, self.instance_id,
                                      min(DELIVERY_CHECK_TIMEOUT_S, self._timeout))
         except _DRIVER_ERRORS as exc:
             await subscription.close()
             raise StorageError(f"cannot check notice delivery on PostgreSQL "
-                               f"{where.label}: {exc}") from exc
+                               f"{where.label}: {self._why(exc)}") from exc
         return subscription
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -200,7 +201,8 @@ class PostgresAdapter(SqlStorageAdapter):
                     command_timeout=self._timeout, reset=keep_session)
             except _DRIVER_ERRORS as exc:
                 raise StorageError(
-                    f"cannot connect to PostgreSQL {self.target.label}: {exc}") from exc
+                    f"cannot connect to PostgreSQL {self.target.label}: "
+                    f"{self._why(exc)}") from exc
         return self._pool
 
     async def setup(self) -> SchemaStatus:
@@ -220,7 +222,7 @@ class PostgresAdapter(SqlStorageAdapter):
                     created = created or step.version == 1
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: schema setup failed: "
-                               f"{exc}") from exc
+                               f"{self._why(exc)}") from exc
         return SchemaStatus(from_version=found, to_version=max(latest, found or 0),
                             created=created)
 
@@ -279,6 +281,9 @@ class PostgresAdapter(SqlStorageAdapter):
                 raise
 
     # -- running steps ----------------------------------------------------------------------
+    def _why(self, exc: BaseException) -> str:
+        return describe_driver_error(exc, self._timeout)
+
     async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         try:
             async with self._acquire() as conn:
@@ -288,7 +293,7 @@ class PostgresAdapter(SqlStorageAdapter):
                     return [await _run_step(conn, s) for s in steps]
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: read failed: "
-                               f"{exc}{_pooler_hint(exc)}") from exc
+                               f"{self._why(exc)}{_pooler_hint(exc)}") from exc
 
     async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         try:
@@ -299,7 +304,7 @@ class PostgresAdapter(SqlStorageAdapter):
                     return [await _run_step(conn, s) for s in steps]
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: write failed: "
-                               f"{exc}{_pooler_hint(exc)}") from exc
+                               f"{self._why(exc)}{_pooler_hint(exc)}") from exc
 
     async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
                            params: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -322,6 +327,14 @@ class PostgresAdapter(SqlStorageAdapter):
             except _DRIVER_ERRORS as exc:  # the rows are gone; others expire them later
                 log.warning("could not announce a janitor purge: %s", exc)
         return deleted
+
+
+def describe_driver_error(exc: BaseException, timeout_s: float) -> str:
+    """The driver's text, or what happened when it has none: a timed-out call
+    (``TimeoutError``, an ``OSError`` since 3.11) and some resets carry no text."""
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout_s:g} s (db_timeout_seconds)"
+    return str(exc) or type(exc).__name__
 
 
 def _pooler_hint(exc: BaseException) -> str:
