@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from stm_core.cli.screen import Screen, Span, Table
 from stm_core.cli_plugin_new import new
 from stm_core.errors import PluginError
 from stm_core.introspect import PluginInfo, describe_plugins, find_conflicts
@@ -51,31 +49,27 @@ def plugins(ctx: click.Context, as_json: bool) -> None:
         click.echo(json.dumps({"plugins": [i.to_dict() for i in infos],
                                "conflicts": [c.to_dict() for c in conflicts]}, indent=2))
         return
-    console = Console()
-    console.print(plugins_table(infos))
+    screen = Screen()
+    screen.print(plugins_table(infos))
     for conflict in conflicts:
-        console.print(f"[bold red]conflict:[/] {escape(conflict.message)}", highlight=False)
+        screen.print(f"conflict: {conflict.message}", style="bold red")
 
 
 plugins.add_command(new)
 
 
 def plugins_table(infos: list[PluginInfo]) -> Table:
-    table = Table(title="stm plugins", title_justify="left", show_lines=True)
-    table.add_column("plugin", no_wrap=True)
-    table.add_column("source")
-    table.add_column("status")
-    table.add_column("hooks (stm_*) and keys", ratio=1, overflow="fold")
+    table = Table("stm plugins", ["plugin", "source", "status", "hooks (stm_*) and keys"],
+                  show_lines=True, no_wrap=[0])
     for info in infos:
         source = {"builtin": "built-in", "host": "host code"}.get(
             info.kind, " ".join(p for p in (info.distribution, info.version) if p))
-        lines = [", ".join(h.removeprefix("stm_") for h in info.hooks)] if info.hooks else []
-        lines += [f"[dim]{escape(line)}[/]" for line in grouped_keys(info.provides)]
-        lines += [f"[yellow]warning: {escape(w)}[/]" for w in info.warnings]
+        lines = [Span(", ".join(h.removeprefix("stm_") for h in info.hooks))] if info.hooks else []
+        lines += [Span(line, "dim") for line in grouped_keys(info.provides)]
+        lines += [Span(f"warning: {w}", "yellow") for w in info.warnings]
         if info.error:
-            lines.append(f"[red]{escape(info.error)}[/]")
-        style = _STATUS_STYLE[info.status]
-        table.add_row(info.name, source, f"[{style}]{info.status}[/]", "\n".join(lines))
+            lines.append(Span(info.error, "red"))
+        table.add_row(info.name, source, Span(info.status, _STATUS_STYLE[info.status]), lines)
     return table
 
 

@@ -56,3 +56,34 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("no AttributeError")
+
+
+def test_admin_names_are_their_objects_and_its_rarely_used_parts_load_on_first_use() -> None:
+    out = run_fresh("""
+        import sys
+        import stm_core.admin as admin
+        rare = ("stm_core.admin.config_io", "stm_core.admin.history",
+                "stm_core.admin.user_data", "stm_core.admin.config_preview")
+        print(sorted(m for m in sys.modules if m.startswith(rare)))
+        from stm_core.admin.config_io import FORMAT_NAME
+        from stm_core.admin.history import MemoryRestore
+        from stm_core.admin.user_data import ForgetResult
+        print(admin.FORMAT_NAME == FORMAT_NAME, admin.MemoryRestore is MemoryRestore,
+              admin.ForgetResult is ForgetResult, set(admin.__all__) <= set(dir(admin)))
+    """)
+    assert out.splitlines() == ["[]", "True True True True"]
+
+
+async def test_admin_methods_whose_results_load_on_first_use_still_check_arguments() -> None:
+    from stm_core.errors import ValidationError
+    from stm_core.store import open_store
+
+    async with open_store("memory://", load_entrypoints=False) as stm:
+        for call in (stm.admin.forget_user(["42"]),  # type: ignore[arg-type]
+                     stm.admin.undo_memory(channel_id=None),  # type: ignore[arg-type]
+                     stm.admin.export_config(["1"])):  # type: ignore[arg-type]
+            try:
+                await call
+            except ValidationError:
+                continue
+            raise AssertionError("a wrong type was accepted")

@@ -1,15 +1,16 @@
 """The admin API: ``stm.admin`` (an :class:`Admin`) and the values it returns.
 
-See ``docs/admin.md``.
+See ``docs/admin.md``. The values of summary history, privacy requests and
+configuration files load on first use: a quick command needs none of them.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from stm_core.admin.api import Admin
-from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
-from stm_core.admin.history import MemoryHistoryView, MemoryRestore, RevisionInfo
 from stm_core.admin.params import PARAM_NAMES, param_label
-from stm_core.admin.user_data import ForgetResult
 from stm_core.admin.values import (
     Capability,
     CategoryInfo,
@@ -25,6 +26,34 @@ from stm_core.admin.values import (
     ServerPrompts,
     UserOptIn,
 )
+
+if TYPE_CHECKING:
+    from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
+    from stm_core.admin.history import MemoryHistoryView, MemoryRestore, RevisionInfo
+    from stm_core.admin.user_data import ForgetResult
+
+_HOME = {
+    "FORMAT_NAME": "stm_core.admin.config_io",
+    "FORMAT_VERSION": "stm_core.admin.config_io",
+    "MemoryHistoryView": "stm_core.admin.history",
+    "MemoryRestore": "stm_core.admin.history",
+    "RevisionInfo": "stm_core.admin.history",
+    "ForgetResult": "stm_core.admin.user_data",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'stm_core.admin' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later reads skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "FORMAT_NAME",

@@ -19,8 +19,7 @@ from stm_core.models import ContextItem, StmContext, Turn
 from stm_plugins.novelai import PROVIDER as NOVELAI
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
+    from stm_core.cli.screen import Screen
     from stm_core.hooks import Hooks
 
 #: A short dialogue to show the placement on when no --dialogue file is given.
@@ -81,7 +80,7 @@ def context_dict(ctx: StmContext, schema: dict[str, Any] | None,
     }
 
 
-def show_changes(out: Console, changes: dict[str, Any]) -> None:
+def show_changes(out: Screen, changes: dict[str, Any]) -> None:
     heading(out, "Changes since the previous turn")
     for part in changes["parts"]:
         style = "green" if part["status"] == "unchanged" else "yellow"
@@ -93,7 +92,7 @@ def show_changes(out: Console, changes: dict[str, Any]) -> None:
     out.print()
 
 
-def show_context(out: Console, data: dict[str, Any]) -> None:
+def show_context(out: Screen, data: dict[str, Any]) -> None:
     if "changes" in data:
         show_changes(out, data["changes"])
     heading(out, f"Memory items ({len(data['memory_items'])})")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from stm_core.cli.files import read_json_file
-from stm_core.cli.output import console, emit, output_option, plain, table, write_json
+from stm_core.cli.output import emit, output_option, plain, table, write_json
 from stm_core.cli.safety import confirm, dry_run_option, yes_option
 from stm_core.cli.session import (
     json_option,
@@ -22,7 +22,7 @@ from stm_core.cli.session import (
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from stm_core.cli.screen import Screen
 
 
 # -- db -----------------------------------------------------------------------------------
@@ -63,7 +63,7 @@ def upgrade(state: CliState, check: bool) -> None:
 
     result = run(go())
 
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         if result["created"] or result["from_version"] is None:
             plain(out, f"Created the schema at version {result['to_version']}.")
         elif result["from_version"] == result["to_version"]:
@@ -87,7 +87,7 @@ def upgrade_check(state: CliState) -> None:
               "running_processes_affected": found.running_processes_affected,
               "usable": found.usable}
 
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         have, code = found.database_version, found.code_version
         if not found.usable:
             plain(out, f"The database is at version {have}, beyond what this stm works on "
@@ -155,7 +155,7 @@ def path(state: CliState) -> None:
               "exists": None if file is None else file.exists(),
               "default": state.uses_default_location}
 
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         if result["path"] is None:
             plain(out, f"{result['url']} (not a file)")
             return
@@ -195,13 +195,14 @@ def janitor(state: CliState, dry_run: bool, yes: bool) -> None:
     confirm(f"delete every memory row untouched for {days:g} days", yes=yes)
 
     async def go() -> int:
+        from rich.console import Console
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
         async with open_cli_store(state) as stm:
             total = await stm.adapter.count_memories()
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                           TextColumn("{task.completed} removed"),
-                          console=console(stderr=True), transient=True) as progress:
+                          console=Console(stderr=True), transient=True) as progress:
                 task = progress.add_task("janitor", total=total or None)
                 return await stm.janitor.run_once(
                     progress=lambda done: progress.update(task, completed=done))
@@ -278,7 +279,7 @@ def import_(state: CliState, server_id: str, file: Path, dry_run: bool, yes: boo
              f"{sum(v is not None for v in result['params'].values())} parameters set."))
 
 
-def show_import_preview(out: Console, preview: dict[str, Any], file: Path) -> None:
+def show_import_preview(out: Screen, preview: dict[str, Any], file: Path) -> None:
     changes = preview["would_change"]
     if not changes:
         plain(out, f"Importing {file} into server {preview['server_id']} would change "

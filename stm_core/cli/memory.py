@@ -15,10 +15,9 @@ from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from stm_core.admin.history import MemoryHistoryView, MemoryRestore
     from stm_core.admin.values import ClearResult, MemoryEdit, MemorySnapshot, PersonaMemory
+    from stm_core.cli.screen import Screen
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,7 +45,7 @@ def resolve_where(server_id: str | None, dm: bool, user_id: str | None) -> str |
     return server_id
 
 
-def show_snapshot(out: Console, shot: MemorySnapshot) -> None:
+def show_snapshot(out: Screen, shot: MemorySnapshot) -> None:
     persona = shot.key.persona_id or "(no persona)"
     if shot.scope == "server":
         scope = f"shared by everyone in server {shot.key.server_id}"
@@ -127,7 +126,7 @@ def list_personas(state: CliState, server_id: str | None, dm: bool, user_id: str
     found = run(go())
     where = f"channel {channel_id}" if channel_id else f"server {server}"
 
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         if not found:
             plain(out, f"Nothing is stored in {where}.")
             return
@@ -248,7 +247,7 @@ def memory_options(func: F) -> F:
     return where_options(func)
 
 
-def show_history(out: Console, history: MemoryHistoryView) -> None:
+def show_history(out: Screen, history: MemoryHistoryView) -> None:
     heading(out, f"History of persona {history.key.persona_id or '(no persona)'} in channel "
                  f"{history.key.channel_id} (last {history.limit} kept before the current)")
     if not history.revisions:
@@ -283,7 +282,7 @@ def history(state: CliState, server_id: str | None, dm: bool, user_id: str | Non
 
 
 def show_restore(state: CliState, result: MemoryRestore) -> None:
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         plain(out, f"Restored revision {result.restored_from} as revision {result.rev}.")
         show_snapshot(out, result.snapshot)
 

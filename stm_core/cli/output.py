@@ -1,9 +1,8 @@
-"""Printing for people (rich tables) and for scripts (``--json``).
+"""Printing for people (:mod:`stm_core.cli.screen`) and for scripts (``--json``).
 
-Results go to stdout, notes and diagnostics to stderr. Rich is imported only
-when something is printed for people, so ``stm`` starts quickly. Every text
-that came from a user or the database is wrapped in ``Text``, so brackets such
-as ``[System: ...]`` are printed as written, never read as rich markup.
+Results go to stdout, notes and diagnostics to stderr. Text that came from a
+user or the database is printed as written (brackets such as
+``[System: ...]`` included); only control characters are shown as escapes.
 """
 
 from __future__ import annotations
@@ -12,29 +11,20 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
+from stm_core.cli.screen import Screen, Table
 from stm_core.cli.state import CliState
 
-if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
 
-
-def console(*, stderr: bool = False) -> Console:
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
-
-
-def emit(state: CliState, data: Any, human: Callable[[Console], None]) -> None:
+def emit(state: CliState, data: Any, human: Callable[[Screen], None]) -> None:
     """``data`` as JSON with ``--json``; otherwise let ``human`` print it."""
     if state.json_output:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
     else:
-        human(console())
+        human(Screen())
 
 
 def note(message: str) -> None:
@@ -44,28 +34,19 @@ def note(message: str) -> None:
 
 def table(title: str | None, columns: Sequence[str],
           rows: Iterable[Sequence[object]], *, show_header: bool = True) -> Table:
-    from rich.table import Table
-    from rich.text import Text
-
-    result = Table(title=title, title_justify="left", show_header=show_header)
-    for column in columns:
-        result.add_column(column, overflow="fold")
+    result = Table(title, columns, show_header=show_header)
     for row in rows:
-        result.add_row(*(Text("" if cell is None else str(cell)) for cell in row))
+        result.add_row(*("" if cell is None else str(cell) for cell in row))
     return result
 
 
-def heading(out: Console, title: str) -> None:
-    from rich.text import Text
-
-    out.print(Text(title, style="bold"))
+def heading(out: Screen, title: str) -> None:
+    out.print(title, style="bold")
 
 
-def plain(out: Console, text: str, *, style: str | None = None) -> None:
-    from rich.text import Text
-
-    # Soft wrap: long texts (prompts, memories) are never cut into fixed lines.
-    out.print(Text(text, style=style or ""), soft_wrap=True)
+def plain(out: Screen, text: str, *, style: str | None = None) -> None:
+    # Never cut into fixed lines: long texts (prompts, memories) wrap in the terminal.
+    out.print(text, style=style or "")
 
 
 def on_off(value: bool) -> str:

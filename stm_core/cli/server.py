@@ -15,8 +15,6 @@ from stm_core.cli.state import CliState, run
 from stm_core.settings import CACHE_POLICIES
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from stm_core.admin.values import (
         Capability,
         PrivacySettings,
@@ -24,6 +22,7 @@ if TYPE_CHECKING:
         ServerParams,
         ServerPrompts,
     )
+    from stm_core.cli.screen import Screen
 
 
 @click.group()
@@ -45,7 +44,7 @@ def list_servers(state: CliState) -> None:
     """
     found = with_admin(state, lambda admin: admin.list_servers())
 
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         if not found:
             plain(out, "No server has stored settings or memories.")
             return
@@ -62,7 +61,7 @@ def params() -> None:
 
 
 def show_params(state: CliState, result: ServerParams) -> None:
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         rows = [(name, getattr(result, name), result.labels[name], _source(result, name))
                 for name in result.labels]
         out.print(table(f"Parameters of server {result.server_id}",
@@ -185,7 +184,7 @@ def prompts() -> None:
 
 
 def show_prompts(state: CliState, result: ServerPrompts) -> None:
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         for title, prompt in (("Tool description", result.tool_description),
                               ("Nudge", result.nudge)):
             source = "default" if prompt.is_default else "custom"
@@ -283,7 +282,7 @@ def categories() -> None:
 
 
 def show_categories(state: CliState, result: ServerCategories) -> None:
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         title = (f"Categories of server {result.server_id} ({result.mode} mode"
                  + (", default" if result.is_default else "") + ")")
         rows = [(c.position, c.label, c.slug, c.description) for c in result.categories]
@@ -368,7 +367,7 @@ def privacy() -> None:
 
 
 def show_privacy(state: CliState, result: PrivacySettings) -> None:
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         channels = ", ".join(result.private_channel_ids) or "(none)"
         plain(out, f"Server {result.server_id}")
         plain(out, f"Private channels: {channels}")
@@ -462,7 +461,7 @@ def capability() -> None:
 
 
 def show_capability(state: CliState, result: Capability) -> None:
-    def human(out: Console) -> None:
+    def human(out: Screen) -> None:
         source = " (default)" if result.is_default else ""
         plain(out, f"Server {result.server_id}: automatic short-term memory "
                    f"{on_off(result.stm_enabled)}{source}")
