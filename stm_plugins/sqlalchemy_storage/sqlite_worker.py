@@ -79,6 +79,10 @@ class SqliteWorker:
         self._closed = False
         self._checkpoint_due = threading.Event()
         self._checkpoint_forced = False
+        # Who waits for the thread to end (see _join).
+        self._exit_lock = threading.Lock()
+        self._exited = False
+        self._exit_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.stats = WorkerStats()
 
     @property
@@ -101,7 +105,7 @@ class SqliteWorker:
         try:
             await ready
         except BaseException:
-            await asyncio.to_thread(self._thread.join)
+            await self._join()
             self._closed = True
             raise
 
@@ -128,10 +132,36 @@ class SqliteWorker:
         self._closed = True
         if self._thread is not None:
             self._queue.put(_STOP)
-            await asyncio.to_thread(self._thread.join)
+            await self._join()
+
+    async def _join(self) -> None:
+        """Wait for the thread to end. The thread tells the loop as it leaves, so
+        no helper thread (``asyncio.to_thread``, and the executor that
+        ``asyncio.run`` then shuts down) is started for this."""
+        assert self._thread is not None
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] | None = None
+        with self._exit_lock:
+            if not self._exited:
+                ended = loop.create_future()
+                self._exit_waiters.append((loop, ended))
+        if ended is not None:
+            await ended
+        self._thread.join()  # it has left _main: returns at once
 
     # -- the thread ----------------------------------------------------------------------
     def _main(self, loop: asyncio.AbstractEventLoop, ready: asyncio.Future[None]) -> None:
+        try:
+            self._open_and_serve(loop, ready)
+        finally:
+            with self._exit_lock:
+                self._exited = True
+                waiters, self._exit_waiters = self._exit_waiters, []
+            for waiter_loop, ended in waiters:
+                _deliver(waiter_loop, [(ended, True, None, None)])
+
+    def _open_and_serve(self, loop: asyncio.AbstractEventLoop,
+                        ready: asyncio.Future[None]) -> None:
         try:
             conn = self._connect()
         except Exception as exc:

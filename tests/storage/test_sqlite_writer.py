@@ -177,6 +177,44 @@ async def test_close_waits_for_queued_writes(tmp_path: Path) -> None:
         await reopened.aclose()
 
 
+def test_open_and_close_start_only_the_two_database_threads_and_end_them(
+        tmp_path: Path) -> None:
+    """A short command (``stm server params show``) pays for no helper thread:
+    closing waits for the workers without ``asyncio.to_thread``."""
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def counting_start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        real_start(thread)
+
+    async def open_read_close() -> None:
+        adapter = sqlite_adapter(tmp_path / "stm.db")
+        await adapter.setup()
+        await adapter.capture(turn("c1"))
+        assert await adapter.count_memories() == 2
+        await adapter.aclose()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(threading.Thread, "start", counting_start)
+        asyncio.run(open_read_close())  # its own loop: asyncio.run's executor is visible
+
+    assert sorted(started) == ["stm-sqlite-reader", "stm-sqlite-writer"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("stm-sqlite")]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+async def test_close_of_an_adapter_whose_thread_already_ended_returns(tmp_path: Path) -> None:
+    adapter = sqlite_adapter(tmp_path / "stm.db")
+    await adapter.setup()
+    adapter.writer._queue.put(object())  # a job the thread cannot unpack: it dies
+    for _ in range(1000):
+        if adapter.writer._thread is not None and not adapter.writer._thread.is_alive():
+            break
+        await asyncio.sleep(0.001)
+    await asyncio.wait_for(adapter.aclose(), 5)
+
+
 async def test_a_closed_adapter_refuses_work(tmp_path: Path) -> None:
     adapter = sqlite_adapter(tmp_path / "stm.db")
     await adapter.setup()
