@@ -42,7 +42,8 @@ CPU_KEYS = {"record_ratio_sqlite": "record_cpu_ratio_sqlite",
             "server_scale_ratio": "server_scale_cpu_ratio",
             "concurrent_throughput_ratio": "concurrent_cpu_ratio",
             "telemetry_overhead": "telemetry_overhead_cpu",
-            "telemetry_build_overhead": "telemetry_build_overhead_cpu"}
+            "telemetry_build_overhead": "telemetry_build_overhead_cpu",
+            "cli_startup_ms": "cli_startup_cpu_ms"}
 
 
 @attrs.frozen(kw_only=True)
@@ -227,7 +228,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Every ratio divides medians of wall time per turn; *CPU ratio* is the same "
         "comparison in process CPU time per turn (all threads), which does not swing "
-        "with an idle or busy second vCPU.",
+        "with an idle or busy second vCPU (for `cli_startup_ms`: the command's own CPU "
+        "milliseconds, user + system).",
         "",
         "| metric | value | CPU ratio | target | status | from |",
         "|---|---:|---:|---|---|---|",
@@ -365,7 +367,10 @@ def _cli_section(r: dict[str, Any]) -> list[str]:
             f"`{c['command']}`, median of {c['runs']} runs of the installed command: "
             f"{_fmt(r.get('cli_startup_ms'))} ms (min {_fmt(c['min_ms'])}, max "
             f"{_fmt(c['max_ms'])}); a bare `python -c pass` interleaved with it: "
-            f"{_fmt(r.get('cli_python_floor_ms'))} ms. Under `python -X importtime`: "
+            f"{_fmt(r.get('cli_python_floor_ms'))} ms. CPU time (user + system) of the "
+            f"same runs: {_fmt(r.get('cli_startup_cpu_ms'))} ms, and "
+            f"{_fmt(r.get('cli_python_floor_cpu_ms'))} ms for `python -c pass`. "
+            "Under `python -X importtime`: "
             f"{imp['modules']} modules, {_fmt(imp['total_import_ms'])} ms of imports, "
             f"SQLAlchemy imported: {_fmt(imp['sqlalchemy_imported'])}.", "",
             "| package | import self time ms |", "|---|---:|",
