@@ -19,6 +19,7 @@ database, each store listens for the others' writes (:mod:`stm_core.invalidation
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import weakref
 from collections.abc import (
@@ -156,9 +157,8 @@ class Stm:
     async def build_context(self, turn: Turn) -> StmContext:
         """The short-term-memory part of the prompt for ``turn``. Never raises,
         except :class:`ValidationError` when ``turn`` is not a :class:`Turn`."""
-        from stm_core.pipeline.build import build_context
-
         instance_of(turn, Turn, "turn")
+        build_context = _stages().build_context
         tracer = telemetry.tracer()
         if tracer is None:  # nobody collects spans: the plain call
             context = await build_context(self, turn)
@@ -186,10 +186,8 @@ class Stm:
 
     async def tool_available(self, turn: Turn) -> bool:
         """Whether ``update_short_term_memory`` may be offered this turn."""
-        from stm_core.tool.gate import tool_available
-
         instance_of(turn, Turn, "turn")
-        return await tool_available(self, turn)
+        return await _stages().tool_available(self, turn)
 
     async def tool_schema(self, turn: Turn, format: str | None = None) -> dict[str, Any] | None:
         """The tool declaration for ``turn`` in a provider format, or ``None``
@@ -199,10 +197,8 @@ class Stm:
         ``"neutral"``); by default the format of the turn's provider and model
         (the tool-format rule of the host guide). Raises ``ValidationError`` for
         an unknown key and ``UnknownProvider`` for a provider no rule knows."""
-        from stm_core.tool.schema import tool_schema
-
         instance_of(turn, Turn, "turn")
-        return await tool_schema(self, turn, format)  # checks format, naming the keys
+        return await _stages().tool_schema(self, turn, format)  # checks format, naming the keys
 
     async def apply_tool_call(self, turn: Turn,
                               arguments: Mapping[str, object] | str) -> ToolResult:
@@ -210,11 +206,9 @@ class Stm:
         a mapping or the raw JSON string). Never raises for what the model
         sent: failures come back as a :class:`ToolResult` to hand to the model.
         A ``turn`` that is not a :class:`Turn` raises :class:`ValidationError`."""
-        from stm_core.tool.apply import apply_tool_call
-
         instance_of(turn, Turn, "turn")
         with telemetry.span("stm.apply_tool_call") as span:
-            result = await apply_tool_call(self, turn, arguments)
+            result = await _stages().apply_tool_call(self, turn, arguments)
             telemetry.tool_call(result.ok, result.code)
             if span is not None:
                 span.set_attributes({**self._turn_attributes(turn), "stm.ok": result.ok,
@@ -235,9 +229,8 @@ class Stm:
         ``window`` and ``responses`` are lists of :class:`HistoryMessage` and
         :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`).
         """
-        from stm_core.record import record_turn
-
         instance_of(turn, Turn, "turn")
+        record_turn = _stages().record_turn
         instances_of(window, HistoryMessage, "history",
                      'HistoryMessage(author_type="user", content="...", speaker_name="...")')
         instances_of(responses, PersonaResponse, "responses",
@@ -484,6 +477,30 @@ class Stm:
             self.cache.drop_scopes(keys)
         else:
             self.cache.apply(task.result())
+
+
+class _Stages:
+    """The per-turn calls' homes. They load on the first turn, not with the
+    store (the ``stm`` command opens stores and builds no context), and are
+    then kept: an import statement on every call costs about 2 µs."""
+
+    def __init__(self) -> None:
+        from stm_core.pipeline.build import build_context
+        from stm_core.record import record_turn
+        from stm_core.tool.apply import apply_tool_call
+        from stm_core.tool.gate import tool_available
+        from stm_core.tool.schema import tool_schema
+
+        self.build_context = build_context
+        self.record_turn = record_turn
+        self.apply_tool_call = apply_tool_call
+        self.tool_available = tool_available
+        self.tool_schema = tool_schema
+
+
+@functools.cache
+def _stages() -> _Stages:
+    return _Stages()
 
 
 def with_listen_url(settings: Settings, listen_url: object) -> Settings:
