@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import pytest
 
+from stm_core.admin.user_data import MAX_ATTEMPTS_PER_ROW
 from stm_core.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage
@@ -137,6 +138,57 @@ async def test_rows_others_emptied_meanwhile_count_no_lines_as_removed(stm: Stm)
     assert await host.get_memory(C2) is None
     c3 = await host.get_memory(C3)
     assert c3 is not None and [m.content for m in c3.messages] == ["y-c3", "y-later"]
+
+
+async def test_an_own_row_the_host_writes_again_during_forget_goes_too(stm: Stm) -> None:
+    """Between deleting the user's own rows and looking for their lines, the
+    host records another of their DM turns: that row is the user's too."""
+    host = host_of(stm)
+    await seed(stm, C1)
+    await host.host_writes(OWN, (X, "x-dm"))
+    scans = 0
+
+    async def x_speaks_in_their_dm() -> None:
+        nonlocal scans
+        scans += 1
+        if scans == 1:
+            await host.host_writes(OWN, (X, "x-dm-again"))
+
+    host.before_scan = x_speaks_in_their_dm
+    result = await stm.admin.forget_user(X)
+
+    assert result.rows_removed == (OWN,)
+    assert (result.rows_changed, result.lines_removed) == ((C1,), 1)
+    assert await host.get_memory(OWN) is None
+    assert not await host.rows_with_author(X)
+
+
+@pytest.mark.parametrize("last_write", ["deletes the row", "drops the user's line"])
+async def test_a_row_whose_last_concurrent_write_removed_the_user_needs_no_more_tries(
+        stm: Stm, last_write: str) -> None:
+    """The row changed under every rewrite; the last change took the user's
+    lines away (a clear, or the window moving on): nothing is left to do, so
+    forget finishes instead of reporting a row that kept changing."""
+    host = host_of(stm)
+    await seed(stm, C1)
+    tries = 0
+
+    async def another_turn(key: MemoryKey) -> None:
+        nonlocal tries
+        tries += 1
+        if tries < MAX_ATTEMPTS_PER_ROW:
+            await host.host_writes(key, (Y, "y-c1"), (X, f"x-{tries}"))
+        elif last_write == "deletes the row":
+            await host.delete_memories(MemoryFilter(server_id=G, channel_id="c1"))
+        else:
+            await host.host_writes(key, (Y, "y-c1"), (Y, "y-later"))
+
+    host.before_replace = another_turn
+    result = await stm.admin.forget_user(X)
+
+    assert tries == MAX_ATTEMPTS_PER_ROW
+    assert (result.rows_changed, result.lines_removed) == ((), 0)
+    assert not await host.rows_with_author(X)
 
 
 async def test_own_rows_deleted_before_the_connection_dropped_are_not_shown_from_cache(
