@@ -124,3 +124,32 @@ def test_the_block_stays_put_in_anthropic_messages_too() -> None:
     previous = inject(chat[:3], ctx(SAME), format="anthropic")
     out = inject(chat, ctx(SAME), format="anthropic", previous=previous)
     assert out[:4] == previous and out[3].item == SAME
+
+
+def test_the_same_turn_built_again_keeps_its_block_at_the_very_end() -> None:
+    """A regenerated reply sends the same messages again: the block that closed
+    the previous prompt stays last, though its depth would put it higher."""
+    block = inject(dialogue(1), ctx(OTHER))[-1]
+    previous = [*dialogue(3), block]
+    deeper = StmContext(memory_items=(OTHER,), memory_injection_depth=2,
+                        nudge_injection_depth=0, cache_policy="stable")
+
+    assert inject(dialogue(3), deeper, previous=previous) == previous
+    assert inject(dialogue(3), deeper)[-1] != block  # where depth 2 alone puts it
+
+
+def test_the_kept_place_never_splits_an_anthropic_tool_use_from_its_result() -> None:
+    chat = [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": [{"type": "text", "text": f"m{i}"}]} for i in range(3)]
+    use = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f",
+                                             "input": {}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                           "content": "ok"}]}
+    block = inject(chat, ctx(OTHER), format="anthropic")[-1]
+    # A (hand-built) previous prompt with the block right after the tool use.
+    previous = [*chat, use, block]
+
+    out = inject([*chat, use, result], ctx(OTHER), format="anthropic", previous=previous)
+
+    assert out.index(result) == out.index(use) + 1
+    assert block in out
