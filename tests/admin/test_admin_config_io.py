@@ -17,9 +17,13 @@ from .helpers import seed_summary
 
 
 async def configure(stm: Stm, server_id: str) -> None:
+    # Every parameter and prompt away from its default, so each must travel.
     await stm.admin.set_server_params(server_id, refresh_cadence=3, render_mode="supersede",
-                                      content_injection_depth=0, cache_policy="stable")
-    await stm.admin.set_prompts(server_id, nudge="[System: refresh {category_labels}]")
+                                      crude_message_count=9, nudge_injection_depth=4,
+                                      content_injection_depth=0, cache_policy="stable",
+                                      prompt_budget_tokens=1500)
+    await stm.admin.set_prompts(server_id, nudge="[System: refresh {category_labels}]",
+                                tool_description="Keep notes on {category_labels}.")
     await stm.admin.set_categories(server_id, ["Goals: where to go", "Mood: how it feels"])
     await stm.admin.set_stm_enabled(server_id, enabled=False)
     await stm.admin.set_private_channels(server_id, channel_ids=["c9", "c8"])
@@ -40,9 +44,10 @@ async def test_round_trip_to_another_server(stm: Stm) -> None:
         k: v for k, v in exported.items() if k != "server_id"}
     source = await stm.adapter.load_server_settings("g1")
     target = await stm.adapter.load_server_settings("g2")
+    assert source.crude_message_count == 9 and source.tool_description_override
     for field in ("refresh_cadence", "render_mode", "crude_message_count",
                   "nudge_injection_depth", "content_injection_depth", "cache_policy",
-                  "tool_description_override", "update_nudge_override", "stm_enabled",
+                  "prompt_budget_tokens", "tool_description_override", "update_nudge_override", "stm_enabled",
                   "private_channel_ids", "privacy_bypass", "categories"):
         assert getattr(target, field) == getattr(source, field), field
     assert stm.cache.settings.peek("g2") == target

@@ -198,3 +198,15 @@ def test_an_unknown_format_is_refused_with_the_known_ones(fmt: Any) -> None:
         inject([], at_depth(0), format=fmt)
     assert info.value.field == "format"
     assert info.value.allowed == "openai, openai-responses, anthropic, gemini"
+
+
+def test_a_legacy_function_call_and_its_function_result_stay_together() -> None:
+    """The ``function_call``/``role: function`` pair of the legacy OpenAI
+    function calling is one group, as a tool call and its results are."""
+    messages = [{"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": None,
+                 "function_call": {"name": "weather", "arguments": "{}"}},
+                {"role": "function", "name": "weather", "content": "sunny"}]
+    assert block_index(inject(messages, at_depth(-1), anchor_index=2)) == 1
+    assert block_index(inject(messages, at_depth(-1), anchor_index=3)) == 3
+    assert block_index(inject(messages, at_depth(0))) == 3
