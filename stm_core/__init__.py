@@ -10,12 +10,12 @@ See ``docs/host-guide.md``. Names are imported on first use (PEP 562), so
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # Imported now, unlike the rest: ``stm_core.inject`` is also a subpackage, and
 # importing it would otherwise bind that module over the function's name.
 from stm_core.inject import inject
+from stm_core.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from hookspecs import hookimpl
@@ -166,15 +166,4 @@ __all__ = [
     "strip_injected",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'stm_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later reads skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _HOME, __all__)

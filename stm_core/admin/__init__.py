@@ -6,8 +6,7 @@ configuration files load on first use: a quick command needs none of them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from stm_core.admin.api import Admin
 from stm_core.admin.params import PARAM_NAMES, param_label
@@ -26,6 +25,7 @@ from stm_core.admin.values import (
     ServerPrompts,
     UserOptIn,
 )
+from stm_core.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
@@ -42,17 +42,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'stm_core.admin' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later reads skip this function
-    return value
 
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
 
 
 __all__ = [
@@ -79,3 +69,5 @@ __all__ = [
     "UserOptIn",
     "param_label",
 ]
+
+__getattr__, __dir__ = lazy_names(globals(), _HOME, __all__)
