@@ -47,8 +47,8 @@ async def test_round_trip_to_another_server(stm: Stm) -> None:
     assert source.crude_message_count == 9 and source.tool_description_override
     for field in ("refresh_cadence", "render_mode", "crude_message_count",
                   "nudge_injection_depth", "content_injection_depth", "cache_policy",
-                  "prompt_budget_tokens", "tool_description_override", "update_nudge_override", "stm_enabled",
-                  "private_channel_ids", "privacy_bypass", "categories"):
+                  "prompt_budget_tokens", "tool_description_override", "update_nudge_override",
+                  "stm_enabled", "private_channel_ids", "privacy_bypass", "categories"):
         assert getattr(target, field) == getattr(source, field), field
     assert stm.cache.settings.peek("g2") == target
     assert (await stm.profile_for("g2")).mode == "category"

@@ -210,3 +210,19 @@ def test_a_legacy_function_call_and_its_function_result_stay_together() -> None:
     assert block_index(inject(messages, at_depth(-1), anchor_index=2)) == 1
     assert block_index(inject(messages, at_depth(-1), anchor_index=3)) == 3
     assert block_index(inject(messages, at_depth(0))) == 3
+
+
+def test_nothing_goes_after_a_legacy_function_call_still_waiting_for_its_result() -> None:
+    messages = [{"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": None,
+                 "function_call": {"name": "weather", "arguments": "{}"}}]
+    assert block_index(inject(messages, at_depth(0))) == 1
+
+
+def test_a_chat_message_of_an_item_carries_its_tag_only_when_asked() -> None:
+    from stm_core.inject import as_message
+    from stm_core.models import STM_TAG
+
+    assert as_message(BLOCK[0]) == {"role": "user", "content": "memory"}
+    assert as_message(BLOCK[0], keep_tags=True) == {"role": "user", "content": "memory",
+                                                    "tag": STM_TAG}
