@@ -1,7 +1,7 @@
 """The admin API: ``stm.admin`` (an :class:`Admin`) and the values it returns.
 
-See ``docs/admin.md``. The values of summary history, privacy requests and
-configuration files load on first use: a quick command needs none of them.
+See ``docs/admin.md``. The configuration-file format loads on first use: a
+quick command needs none of it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from stm_core.admin.api import Admin
+from stm_core.admin.history import MemoryHistoryView, MemoryRestore, RevisionInfo
 from stm_core.admin.params import PARAM_NAMES, param_label
+from stm_core.admin.user_data import ForgetResult
 from stm_core.admin.values import (
     Capability,
     CategoryInfo,
@@ -29,16 +31,10 @@ from stm_core.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
-    from stm_core.admin.history import MemoryHistoryView, MemoryRestore, RevisionInfo
-    from stm_core.admin.user_data import ForgetResult
 
 _HOME = {
     "FORMAT_NAME": "stm_core.admin.config_io",
     "FORMAT_VERSION": "stm_core.admin.config_io",
-    "MemoryHistoryView": "stm_core.admin.history",
-    "MemoryRestore": "stm_core.admin.history",
-    "RevisionInfo": "stm_core.admin.history",
-    "ForgetResult": "stm_core.admin.user_data",
 }
 
 

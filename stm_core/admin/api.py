@@ -28,12 +28,24 @@ from collections.abc import Awaitable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
+from stm_core.admin import user_data
 from stm_core.admin.argument_types import checked_arguments
 from stm_core.admin.categories import category_infos, check_categories, parse_category_lines
+from stm_core.admin.history import (
+    MemoryHistoryView,
+    MemoryRestore,
+    find_revision,
+    history_of,
+    history_view,
+    restore_write,
+    revision_note,
+    undo_target,
+)
 from stm_core.admin.ids import check_id, check_ids, check_optional_id
 from stm_core.admin.memory import build_categories, clean_value, live_key, snapshot
 from stm_core.admin.params import PARAM_NAMES, effective_params, validate_params
 from stm_core.admin.prompts import PROMPT_COLUMNS, clean_override, server_prompts
+from stm_core.admin.user_data import ForgetResult
 from stm_core.admin.values import (
     Capability,
     ClearResult,
@@ -61,11 +73,9 @@ from stm_core.storage.records import (
     ServerSettings,
 )
 
-# Summary history, privacy requests and configuration files are imported by the
-# methods that use them: a quick command (``stm server params show``) needs none.
+# Configuration files are read and written by the methods that need them: a
+# quick command (``stm server params show``) loads neither their format nor cattrs.
 if TYPE_CHECKING:
-    from stm_core.admin.history import MemoryHistoryView, MemoryRestore
-    from stm_core.admin.user_data import ForgetResult
     from stm_core.store import Stm
 
 log = logging.getLogger("stm.admin")
@@ -527,7 +537,6 @@ class Admin:
             keys.append(MemoryKey.user(user_id, channel_id, persona_id, server_id))
         settings = self._stm.settings
         now = self._stm.clock.now_ms()
-        from stm_core.admin.history import revision_note
         note = revision_note(settings, "admin", actor=actor.user_id if actor else None)
         writes = [MemoryWrite(key=k, now_ms=now, crude_ttl_ms=settings.crude_ttl_ms,
                               summary_ttl_ms=settings.summary_ttl_ms, revision=note, **changes)
@@ -540,7 +549,6 @@ class Admin:
     # -- summary history (undo) ------------------------------------------------------------
     async def _revisions(self, key: MemoryKey) -> tuple[MemoryRecord | None,
                                                         list[MemoryRevision]]:
-        from stm_core.admin.history import history_of
         history = history_of(self._stm.adapter)
         return await self._stm.adapter.get_memory(key), await history.list_revisions(key)
 
@@ -553,7 +561,6 @@ class Admin:
                     server_id=server_id, channel_id=channel_id, user_id=user_id)
         key = self._key(channel_id, persona_id, server_id, user_id)
         record, revisions = await self._revisions(key)
-        from stm_core.admin.history import history_view
         return history_view(key, record, revisions,
                             limit=self._stm.settings.memory_history_revisions)
 
@@ -585,7 +592,6 @@ class Admin:
                     server_id=server_id, channel_id=channel_id, user_id=user_id)
         key = self._key(channel_id, persona_id, server_id, user_id)
         record, revisions = await self._revisions(key)
-        from stm_core.admin.history import MemoryRestore, find_revision, restore_write, undo_target
         target = (undo_target(record, revisions) if rev is None
                   else find_revision(revisions, rev))
         stored = await self._load(server_id) if server_id is not None else None
@@ -649,7 +655,6 @@ class Admin:
         self._check(actor, "forget_user", writes=not dry_run, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         _check_bool(dry_run, "dry_run")
-        from stm_core.admin import user_data
         return await user_data.forget_user(self._stm, user_id, dry_run=dry_run)
 
     async def export_user(self, user_id: str, *,
@@ -658,7 +663,6 @@ class Admin:
         their lines in other rows, their preferences."""
         self._check(actor, "export_user", writes=False, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
-        from stm_core.admin import user_data
         return await user_data.export_user(self._stm, user_id)
 
     # -- export / import ----------------------------------------------------------------

@@ -108,19 +108,9 @@ def checker_for(name: str, hint: object) -> Check | None:
     return _optional(CHECKS[kind]) if optional else CHECKS[kind]
 
 
-class _ParameterAnnotations:
-    """A method's parameter annotations alone, for ``typing.get_type_hints``: its
-    return type may name a class that is imported only when the method runs."""
-
-    def __init__(self, method: Callable[..., Any]) -> None:
-        self.__annotations__ = {name: hint for name, hint in method.__annotations__.items()
-                                if name != "return"}
-        self.__globals__ = method.__globals__
-
-
 def _checks_of(method: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Check]]:
     signature = inspect.signature(method)
-    hints = typing.get_type_hints(_ParameterAnnotations(method))
+    hints = typing.get_type_hints(method)
     return signature, {name: check for name in signature.parameters
                        if name in hints and (check := checker_for(name, hints[name])) is not None}
 
