@@ -133,3 +133,19 @@ async def test_invalid_documents_write_nothing(stm: Stm, change: str) -> None:
 async def test_unknown_keys_are_named_with_their_path(stm: Stm) -> None:
     with pytest.raises(ValidationError, match=r"extra fields found \(cadence\) @ \$\.params"):
         await stm.admin.import_config("g1", broken("extra nested key"))
+
+
+async def test_each_problem_of_a_document_is_named_in_one_message(stm: Stm) -> None:
+    with pytest.raises(ValidationError) as info:
+        await stm.admin.import_config("g1", ["format"])
+    assert str(info.value) == "a server configuration must be a JSON object"
+    doc = broken("extra nested key")
+    doc["params"]["refresh_cadence"] = "often"
+    with pytest.raises(ValidationError) as info:
+        await stm.admin.import_config("g1", doc)
+    message = str(info.value)
+    assert message.startswith("invalid server configuration: ")
+    problems = message.removeprefix("invalid server configuration: ").split("; ")
+    assert sorted(problems) == ["extra fields found (cadence) @ $.params",
+                                "invalid value for type, expected int | None "
+                                "@ $.params.refresh_cadence"]

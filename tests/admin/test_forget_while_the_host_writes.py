@@ -9,6 +9,7 @@ before it looks for the user's lines, just before a row's rewrite commits).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -211,3 +212,20 @@ async def test_lines_removed_before_the_connection_dropped_are_not_shown_from_ca
         await stm.admin.forget_user(X)
     [row] = (await stm.server_memories(G)).records.values()
     assert [m.author_id for m in row.messages] == [Y]
+
+
+async def test_an_opt_in_whose_write_failed_after_committing_is_read_again(stm: Stm) -> None:
+    """The connection drops right after the opt-in committed: the cache holds
+    no older answer, so the user's next turn reads what the database has."""
+    host = host_of(stm)
+    assert not (await stm.user_view(X)).prefs.crossserver_opt_in  # cached: not opted in
+    real = host.set_user_prefs
+
+    async def committed_then_lost(*args: Any, **kwargs: Any) -> Any:
+        await real(*args, **kwargs)
+        raise StorageError("set_user_prefs committed, then the connection was lost")
+
+    host.set_user_prefs = committed_then_lost  # type: ignore[method-assign]
+    with pytest.raises(StorageError, match="connection was lost"):
+        await stm.admin.set_user_opt_in(X, opt_in=True)
+    assert (await stm.user_view(X)).prefs.crossserver_opt_in

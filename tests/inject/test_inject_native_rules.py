@@ -226,3 +226,12 @@ def test_a_chat_message_of_an_item_carries_its_tag_only_when_asked() -> None:
     assert as_message(BLOCK[0]) == {"role": "user", "content": "memory"}
     assert as_message(BLOCK[0], keep_tags=True) == {"role": "user", "content": "memory",
                                                     "tag": STM_TAG}
+
+
+def test_the_very_start_never_splits_a_tool_call() -> None:
+    from stm_core.inject import splits_tool_call
+
+    ends_with_a_call = TOOL_GROUP[:2]
+    assert not splits_tool_call(ends_with_a_call, 0)
+    assert splits_tool_call(ends_with_a_call, 2)
+    assert splits_tool_call(TOOL_GROUP, 2) and not splits_tool_call(TOOL_GROUP, 3)

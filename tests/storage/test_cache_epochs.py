@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from stm_core.storage.records import MemoryKey
 from stm_core.store import Stm
 from tests.conftest import OpenStm
 
@@ -20,6 +21,9 @@ CASES: dict[str, tuple[str, Drop, Read, Callable[[Stm], Any]]] = {
                  lambda s: s.server_settings("g"), lambda s: s.cache.settings.peek("g")),
     "user": ("load_user_prefs", lambda s: s.cache.drop_user("u"),
              lambda s: s.user_view("u"), lambda s: s.cache.users.peek("u")),
+    "server rows": ("load_server_memories",
+                    lambda s: s.cache.drop_scopes([MemoryKey.server("g", "c1", "p")]),
+                    lambda s: s.server_memories("g"), lambda s: s.cache.servers.peek("g")),
     "everything": ("load_server_settings", lambda s: s.cache.clear(),
                    lambda s: s.server_settings("g"), lambda s: s.cache.settings.peek("g")),
 }

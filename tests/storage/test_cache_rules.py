@@ -180,9 +180,17 @@ def test_each_drop_removes_its_view_moves_the_epoch_and_counts_one_invalidation(
     epochs.append(cache.epoch)
     cache.drop_settings("g")
     epochs.append(cache.epoch)
+    cached_with_rows(cache, record(MemoryKey.server("g", "c", "p"), 1, "x"))
+    cache.drop_scopes([MemoryKey.server("g", "c", "p")])
+    epochs.append(cache.epoch)
+    cache.drop_scopes([MemoryKey.server("g", "c", "p")])  # again: the epoch moves again
+    epochs.append(cache.epoch)
+    cache.drop_user("u")  # nothing cached for u any more: still a drop
+    epochs.append(cache.epoch)
     assert cache.settings.peek("g") is None and cache.users.peek("u") is None
-    assert epochs[0] != epochs[1] != epochs[2]
-    assert cache.stats.invalidations == 2
+    assert cache.servers.peek("g") is None
+    assert len(set(epochs)) == len(epochs)
+    assert cache.stats.invalidations == 5
 
 
 def test_popped_entries_leave_no_stored_time_behind() -> None:
