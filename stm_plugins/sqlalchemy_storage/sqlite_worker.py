@@ -79,10 +79,11 @@ class SqliteWorker:
         self._closed = False
         self._checkpoint_due = threading.Event()
         self._checkpoint_forced = False
-        # Who waits for the thread to end (see _join).
+        # Who waits for the thread to end (see _join): a failed ``start`` or the
+        # first ``close``; there is never a second (a closed worker skips it).
         self._exit_lock = threading.Lock()
         self._exited = False
-        self._exit_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._exit_waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
         self.stats = WorkerStats()
 
     @property
@@ -144,7 +145,7 @@ class SqliteWorker:
         with self._exit_lock:
             if not self._exited:
                 ended = loop.create_future()
-                self._exit_waiters.append((loop, ended))
+                self._exit_waiter = (loop, ended)
         if ended is not None:
             await ended
         self._thread.join()  # it has left _main: returns at once
@@ -156,9 +157,9 @@ class SqliteWorker:
         finally:
             with self._exit_lock:
                 self._exited = True
-                waiters, self._exit_waiters = self._exit_waiters, []
-            for waiter_loop, ended in waiters:
-                _deliver(waiter_loop, [(ended, True, None, None)])
+                waiter, self._exit_waiter = self._exit_waiter, None
+            if waiter is not None:
+                _deliver(waiter[0], [(waiter[1], True, None, None)])
 
     def _open_and_serve(self, loop: asyncio.AbstractEventLoop,
                         ready: asyncio.Future[None]) -> None:
