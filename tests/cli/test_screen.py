@@ -103,24 +103,36 @@ def test_colour_goes_to_a_terminal_only_and_styles_each_cell_alone() -> None:
 
     assert not any("\x1b" in line for line in plain)
     assert painted[0] == "\x1b[3mt\x1b[0m"
-    assert "\x1b[1;31mfailed\x1b[0m" in "".join(painted)
-    assert cell_width(plain[3]) == len(painted[3].replace("\x1b[1;31m", "")
-                                       .replace("\x1b[0m", ""))
+    row = painted[4]
+    assert "\x1b[1;31mfailed\x1b[0m" in row
+    # The padding is counted on what shows, not on the colour codes around it.
+    assert row.replace("\x1b[1;31m", "").replace("\x1b[0m", "") == plain[4]
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({}, False),  # a pipe
-    ({"FORCE_COLOR": "1"}, True),
-    ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),
+class Terminal(io.StringIO):
+    """Output that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("stream", "env", "expected"), [
+    (io.StringIO, {}, False),  # a pipe
+    (io.StringIO, {"FORCE_COLOR": "1"}, True),
+    (io.StringIO, {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),
+    (Terminal, {}, True),
+    (Terminal, {"TERM": "dumb"}, False),
+    (Terminal, {"NO_COLOR": "1"}, False),
 ])
-def test_colour_follows_no_color_and_force_color(monkeypatch: pytest.MonkeyPatch,
-                                                env: dict[str, str], expected: bool) -> None:
-    for name in ("FORCE_COLOR", "NO_COLOR"):
+def test_colour_follows_the_terminal_no_color_and_force_color(
+        monkeypatch: pytest.MonkeyPatch, stream: type[io.StringIO], env: dict[str, str],
+        expected: bool) -> None:
+    for name in ("FORCE_COLOR", "NO_COLOR", "TERM"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
 
-    assert Screen(io.StringIO()).color is expected
+    assert Screen(stream()).color is expected
 
 
 def test_a_pipe_is_80_columns_unless_columns_says_otherwise(
@@ -129,8 +141,9 @@ def test_a_pipe_is_80_columns_unless_columns_says_otherwise(
     assert Screen(io.StringIO()).width == 80
     monkeypatch.setenv("COLUMNS", "132")
     assert Screen(io.StringIO()).width == 132
-    monkeypatch.setenv("COLUMNS", "wide")
-    assert Screen(io.StringIO()).width == 80
+    for nonsense in ("wide", "0", "-5", ""):
+        monkeypatch.setenv("COLUMNS", nonsense)
+        assert Screen(io.StringIO()).width == 80
 
 
 def test_a_row_of_the_wrong_length_is_refused() -> None:
@@ -146,3 +159,12 @@ def test_a_cell_of_several_styled_lines_keeps_them_on_their_own_lines() -> None:
     lines = [line.strip("│ ") for line in drawn(table) if line.startswith("│")]
 
     assert lines == ["tool_available", "storage scheme: memory", "warning: old"]
+
+
+def test_a_screen_narrower_than_the_frame_still_shows_every_character() -> None:
+    lines = drawn(params_table(), 5)
+
+    rows = [line.split("│")[1:4] for line in lines if line.startswith("│")]
+    column = ["".join(row[i].strip() for row in rows) for i in range(3)]
+    assert column[0] == "refresh_cadencecache_policy"
+    assert column[2] == "every5turnsfreshagesandplacement(default)"
