@@ -212,6 +212,7 @@ async def test_close_of_an_adapter_whose_thread_already_ended_returns(tmp_path: 
         if adapter.writer._thread is not None and not adapter.writer._thread.is_alive():
             break
         await asyncio.sleep(0.001)
+    assert adapter.writer._thread is not None and not adapter.writer._thread.is_alive()
     await asyncio.wait_for(adapter.aclose(), 5)
 
 
