@@ -141,12 +141,17 @@ def responses(seed: int) -> tuple[PersonaResponse, ...]:
                             persona_id=PERSONA_ID, persona_lineage_id=LINEAGE_ID),)
 
 
+#: Compact, non-ASCII kept: the very bytes stm stores (an encoder built once).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def messages_payload(hist: Sequence[HistoryMessage], resp: Sequence[PersonaResponse],
                      now_ms: int) -> str:
-    """The JSON a raw writer stores for a turn: the same 10 messages stm keeps."""
+    """The JSON a raw writer stores for a turn: the same 10 messages stm keeps,
+    as the same bytes."""
     items: list[dict[str, Any]] = [
         {"role": "user" if m.author_type == "user" else "model", "content": m.content,
          "speaker_name": m.speaker_name, "timestamp_ms": now_ms} for m in hist]
     items.extend({"role": "model", "content": r.content, "speaker_name": r.persona_name,
                   "timestamp_ms": now_ms} for r in resp)
-    return json.dumps(items[-MESSAGES:], separators=(",", ":"))
+    return _encode(items[-MESSAGES:])

@@ -229,35 +229,42 @@ class Stm:
         ``window`` and ``responses`` are lists of :class:`HistoryMessage` and
         :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`).
         """
-        instance_of(turn, Turn, "turn")
+        _check_record_arguments(turn, window, responses, stop_response, privacy_full)
         record_turn = _stages().record_turn
-        instances_of(window, HistoryMessage, "history",
-                     'HistoryMessage(author_type="user", content="...", speaker_name="...")')
-        instances_of(responses, PersonaResponse, "responses",
-                     'PersonaResponse(content="...", persona_name="...")')
-        check_flag(stop_response, "stop_response")
-        check_flag(privacy_full, "privacy_full")
-        tracer = telemetry.tracer()
-        if tracer is None:
+        if telemetry.tracer() is None:
             return await record_turn(self, turn, window, responses,
                                      stop_response=stop_response, privacy_full=privacy_full)
-        with tracer.start_as_current_span("stm.record_turn") as span:
-            result = await record_turn(self, turn, window, responses,
-                                       stop_response=stop_response, privacy_full=privacy_full)
-            span.set_attributes({**self._turn_attributes(turn),
-                                 "stm.recorded": result.recorded,
-                                 "stm.skipped_reason": result.skipped_reason or "",
-                                 "stm.items": len(window) + len(responses)})
-        return result
+        return await self._traced_record(turn, window, responses, stop_response=stop_response,
+                                         privacy_full=privacy_full)
 
     async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
                           responses: Sequence[PersonaResponse], *,
                           stop_response: bool = False,
                           privacy_full: bool = False) -> RecordResult:
         """The same as :meth:`record_window`: ``history`` is the whole window."""
-        return await self.record_window(turn, history, responses,
-                                        stop_response=stop_response,
-                                        privacy_full=privacy_full)
+        # Not a call of record_window: one coroutine less on every turn.
+        _check_record_arguments(turn, history, responses, stop_response, privacy_full)
+        record_turn = _stages().record_turn
+        if telemetry.tracer() is None:
+            return await record_turn(self, turn, history, responses,
+                                     stop_response=stop_response, privacy_full=privacy_full)
+        return await self._traced_record(turn, history, responses, stop_response=stop_response,
+                                         privacy_full=privacy_full)
+
+    async def _traced_record(self, turn: Turn, window: Sequence[HistoryMessage],
+                             responses: Sequence[PersonaResponse], *, stop_response: bool,
+                             privacy_full: bool) -> RecordResult:
+        tracer = telemetry.tracer()
+        assert tracer is not None
+        with tracer.start_as_current_span("stm.record_turn") as span:
+            result = await _stages().record_turn(self, turn, window, responses,
+                                                 stop_response=stop_response,
+                                                 privacy_full=privacy_full)
+            span.set_attributes({**self._turn_attributes(turn),
+                                 "stm.recorded": result.recorded,
+                                 "stm.skipped_reason": result.skipped_reason or "",
+                                 "stm.items": len(window) + len(responses)})
+        return result
 
     @property
     def admin(self) -> Admin:
@@ -477,6 +484,18 @@ class Stm:
             self.cache.drop_scopes(keys)
         else:
             self.cache.apply(task.result())
+
+
+def _check_record_arguments(turn: object, window: object, responses: object,
+                            stop_response: object, privacy_full: object) -> None:
+    """What record_turn and record_window accept (ValidationError otherwise)."""
+    instance_of(turn, Turn, "turn")
+    instances_of(window, HistoryMessage, "history",
+                 'HistoryMessage(author_type="user", content="...", speaker_name="...")')
+    instances_of(responses, PersonaResponse, "responses",
+                 'PersonaResponse(content="...", persona_name="...")')
+    check_flag(stop_response, "stop_response")
+    check_flag(privacy_full, "privacy_full")
 
 
 class _Stages:

@@ -91,24 +91,30 @@ def encode_messages(messages: Sequence[CrudeMessage]) -> str:
     """The stored JSON of a message list, exactly as ``_encode`` writes it.
 
     This runs on every turn: each line is written straight from its fields
-    (strings escaped by the json module's own C function) instead of through
-    a dict per line and the general encoder, about twice as fast. A field of
-    an unexpected type takes the general encoder."""
+    (strings escaped by the json module's own C function) in one loop,
+    instead of through a dict per line and the general encoder, about twice
+    as fast. A field of an unexpected type takes the general encoder."""
     if not messages:
         return "[]"
-    try:
-        return "[" + ",".join([_message_json(m) for m in messages]) + "]"
-    except TypeError:
-        return _encode([_message_fields(m) for m in messages])
+    quote = _quote
+    lines = []
+    for m in messages:
+        speaker, author, at = m.speaker_name, m.author_id, m.timestamp_ms
+        if type(at) is not int:  # a bool or a float is written differently
+            return _encode([_message_fields(m) for m in messages])
+        try:
+            head = (f'{{"role":{_ROLES.get(m.role) or quote(m.role)},"content":'
+                    f'{quote(m.content)},"speaker_name":'
+                    f'{"null" if speaker is None else quote(speaker)},"timestamp_ms":{at}')
+            lines.append(head + "}" if author is None
+                         else f'{head},"{AUTHOR_FIELD}":{quote(author)}}}')
+        except TypeError:  # a field that is not a string
+            return _encode([_message_fields(m) for m in messages])
+    return "[" + ",".join(lines) + "]"
 
 
-def _message_json(m: CrudeMessage) -> str:
-    speaker, author, at = m.speaker_name, m.author_id, m.timestamp_ms
-    if type(at) is not int:  # a bool or a float is written differently
-        raise TypeError("timestamp_ms is not an int")
-    head = (f'{{"role":{_quote(m.role)},"content":{_quote(m.content)},"speaker_name":'
-            f'{"null" if speaker is None else _quote(speaker)},"timestamp_ms":{at}')
-    return head + "}" if author is None else f'{head},"{AUTHOR_FIELD}":{_quote(author)}}}'
+#: The two roles as JSON strings (escaping them again on every line is work).
+_ROLES = {"user": '"user"', "model": '"model"'}
 
 
 def decode_messages(text: str) -> tuple[CrudeMessage, ...]:

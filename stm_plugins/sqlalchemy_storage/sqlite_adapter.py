@@ -49,14 +49,14 @@ from stm_plugins.sqlalchemy_storage.base import (
     Want,
     capture_upsert,
 )
-from stm_plugins.sqlalchemy_storage.compiled import dialect_named
+from stm_plugins.sqlalchemy_storage.compiled import Compiled, dialect_named
 from stm_plugins.sqlalchemy_storage.sqlite_precompiled import (
     ADD_VERSION,
     HAS_VERSION_TABLE,
     MAX_VERSION,
     STATEMENTS,
 )
-from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker, is_busy
+from stm_plugins.sqlalchemy_storage.sqlite_worker import Report, SqliteWorker, is_busy
 from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
 
 log = logging.getLogger("stm.storage.sqlite")
@@ -103,6 +103,23 @@ def run_read_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]
         return run_steps(conn, steps)
     finally:
         conn.execute("COMMIT")
+
+
+def _capture_job(conn: sqlite3.Connection,
+                 job: tuple[str, list[dict[str, Any]], Finish]) -> list[MemoryRecord]:
+    """A turn's upserts (one per row, each returning its row), then their
+    records: in the writer thread, so a record that cannot be built fails
+    its write."""
+    sql, params, finish = job
+    # fetchall: a RETURNING statement is finished only once fully read.
+    return finish([conn.execute(sql, p).fetchall()[0] for p in params])
+
+
+def _teller(report: WriteReport) -> Report:
+    """A worker report that hands the store the records, or ``None`` on failure."""
+    def tell(ok: bool, value: Any) -> None:
+        report(value if ok else None)
+    return tell
 
 
 def passive_checkpoint(conn: sqlite3.Connection, _: object = None) -> None:
@@ -154,6 +171,8 @@ class SqliteAdapter(SqlStorageAdapter):
         self._reads = self.reader or self.writer
         self._writes_since_check = 0
         self._checkpoint: asyncio.Task[Any] | None = None
+        #: The capture upsert, once compiled (every turn runs it).
+        self._capture: Compiled | None = None
 
     def _connect_writer(self) -> sqlite3.Connection:
         conn = self._connect()
@@ -248,9 +267,18 @@ class SqliteAdapter(SqlStorageAdapter):
         if not writes:
             return []
         params, finish = self._capture_params(writes)
-        compiled = self._upsert_statement("capture", capture_upsert)
-        return await self._write_reported([Step(compiled, p, Want.ONE) for p in params],
-                                          finish, report, "capture")
+        compiled = self._capture or self._compile_capture()
+        if compiled.constants or telemetry.tracer() is not None:  # the general path
+            return await self._write_reported([Step(compiled, p, Want.ONE) for p in params],
+                                              finish, report, "capture")
+        # Every turn comes here: the upserts run straight, without steps.
+        self._count_write()
+        return await self.writer.run(_capture_job, (compiled.sql, params, finish),
+                                     report=None if report is None else _teller(report))
+
+    def _compile_capture(self) -> Compiled:
+        self._capture = self._upsert_statement("capture", capture_upsert)
+        return self._capture
 
     async def write_memory_reported(self, writes: Sequence[MemoryWrite],
                                     report: WriteReport | None) -> list[MemoryRecord]:
@@ -265,11 +293,7 @@ class SqliteAdapter(SqlStorageAdapter):
             # In the writer thread: a record that cannot be built fails its write.
             return finish(run_steps(conn, steps))
 
-        tell = None
-        if report is not None:
-            def tell(ok: bool, value: Any) -> None:
-                report(value if ok else None)
-
+        tell = None if report is None else _teller(report)
         self._count_write()
         tracer = telemetry.tracer()
         if tracer is None:

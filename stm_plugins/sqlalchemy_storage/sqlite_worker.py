@@ -216,7 +216,9 @@ class SqliteWorker:
             self.stats.jobs += len(batch)
             self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
             if self._transactional:
-                if len(batch) == 1 or not self._run_plain(conn, batch):
+                if len(batch) == 1:
+                    self._run_alone(conn, batch[0])
+                elif not self._run_plain(conn, batch):
                     self._run_transaction(conn, batch)
             else:
                 self._run_each(conn, batch)
@@ -234,6 +236,26 @@ class SqliteWorker:
             outcomes.setdefault(loop, []).append(outcome)
         for loop, items in outcomes.items():
             _deliver(loop, items)
+
+    def _run_alone(self, conn: sqlite3.Connection, job: _Job) -> None:
+        """A batch of one job (every write of a lone caller): its own
+        transaction, which a failure rolls back; no savepoint needed."""
+        fn, arg, loop, future, report = job
+        try:
+            self._begin(conn)
+        except Exception as exc:
+            error = _storage_error(exc, f"SQLite {self.label}: cannot start a write")
+            _deliver(loop, [(future, False, error, report)])
+            return
+        try:
+            value = fn(conn, arg)
+        except Exception as exc:
+            self.stats.failed_jobs += 1
+            self._undo_job(conn, False)
+            _deliver(loop, [(future, False, _storage_error(exc, f"SQLite {self.label}"), report)])
+            return
+        _deliver(loop, [outcome for _loop, outcome in
+                        self._commit(conn, [(loop, (future, True, value, report))])])
 
     def _run_plain(self, conn: sqlite3.Connection, batch: list[_Job]) -> bool:
         """The batch in one transaction without savepoints (the usual case: two
