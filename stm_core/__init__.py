@@ -10,11 +10,10 @@ See ``docs/host-guide.md``. Names are imported on first use (PEP 562), so
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import TYPE_CHECKING
 
-# Imported now, unlike the rest: ``stm_core.inject`` is also a subpackage, and
-# importing it would otherwise bind that module over the function's name.
-from stm_core.inject import inject
 from stm_core.lazy_names import lazy_names
 
 if TYPE_CHECKING:
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from stm_core.inject import (
         StmMessage,
         find_injected,
+        inject,
         insert_at_dialogue_depth,
         strip_injected,
     )
@@ -105,6 +105,7 @@ _HOME: dict[str, str] = {
     "Settings": "stm_core.settings",
     "Stm": "stm_core.store",
     "open_store": "stm_core.store",
+    "inject": "stm_core.inject",
     "StmMessage": "stm_core.inject",
     "find_injected": "stm_core.inject",
     "insert_at_dialogue_depth": "stm_core.inject",
@@ -167,3 +168,20 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_names(globals(), _HOME, __all__)
+
+
+class _Package(ModuleType):
+    """``stm_core`` itself, whose name ``inject`` is always the function.
+
+    ``stm_core.inject`` is also a subpackage, and importing a submodule binds
+    it on its package: that one binding is refused, so ``stm_core.inject``
+    stays the function whatever is imported, and in whichever order.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "inject" and value is sys.modules.get("stm_core.inject"):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

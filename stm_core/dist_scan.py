@@ -59,14 +59,19 @@ def declares_entry_point_group(group: str) -> bool | None:
     header = re.compile(rf"^\s*\[\s*{re.escape(group)}\s*\]\s*$", re.MULTILINE)
     for folder in folders:
         path = os.path.join(folder, "entry_points.txt")
+        # Most distributions declare no entry points: asking first is much
+        # cheaper than an open() that fails.
+        if not os.access(path, os.F_OK):  # none, or an egg-info file
+            continue
         try:
             with open(path, encoding="utf-8") as handle:
-                if header.search(handle.read()):
-                    return True
-        except (FileNotFoundError, NotADirectoryError):  # none, or an egg-info file
+                text = handle.read()
+        except (FileNotFoundError, NotADirectoryError):  # removed meanwhile
             continue
         except (OSError, UnicodeDecodeError):
             return None
+        if group in text and header.search(text):
+            return True
     return False
 
 
@@ -79,6 +84,10 @@ def installed_version(distribution: str) -> str | None:
     wanted = _normalize(distribution)
     for folder in folders:
         stem = os.path.basename(folder)
+        # Names start with a letter or digit: most folders are told apart
+        # by it, without the regex.
+        if stem[:1].lower() != wanted[:1]:
+            continue
         name, _, version = re.sub(r"\.(dist|egg)-info$", "", stem, flags=re.I).partition("-")
         if _normalize(name) != wanted:
             continue

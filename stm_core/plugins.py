@@ -29,7 +29,7 @@ from types import MethodType, ModuleType
 from typing import cast
 
 import pluggy
-from pluggy import HookimplOpts
+from pluggy import HookimplOpts, HookspecOpts
 
 from hookspecs import PROJECT_NAME, SPEC_CLASSES
 from stm_core import dist_scan
@@ -116,17 +116,23 @@ class StmPluginManager(pluggy.PluginManager):
         # Modules (every built-in plugin) answered from their own dict: pluggy
         # looks each name up with inspect.getattr_static, imported names
         # included, which made registering the built-ins a third of the work
-        # of a short `stm` command. Same answers: a plain function carries
-        # its marker itself; anything but a function or a method wrapper is
-        # no hook; wrappers (rare in a module) go to pluggy.
+        # of a short `stm` command.
         if isinstance(plugin, ModuleType):
-            value = vars(plugin).get(name)
-            if inspect.isfunction(value):
-                opts = getattr(value, f"{self.project_name}_impl", None)
-                return cast(HookimplOpts, opts) if isinstance(opts, dict) else None
-            if not isinstance(value, (staticmethod, classmethod, MethodType)):
-                return None
+            found = _own_marker(vars(plugin), name, f"{self.project_name}_impl")
+            if found is not _ASK_PLUGGY:
+                return cast(HookimplOpts | None, found)
         return super().parse_hookimpl_opts(plugin, name)
+
+    def parse_hookspec_opts(self, module_or_class: object, name: str) -> HookspecOpts | None:
+        # The same for the spec classes: ``dir`` lists object's names too, and
+        # looking each one up statically was most of adding the hookspecs. A
+        # class with bases of its own goes to pluggy (the spec may be inherited).
+        if isinstance(module_or_class, ModuleType) or (
+                isinstance(module_or_class, type) and module_or_class.__bases__ == (object,)):
+            found = _own_marker(vars(module_or_class), name, f"{self.project_name}_spec")
+            if found is not _ASK_PLUGGY:
+                return cast(HookspecOpts | None, found)
+        return super().parse_hookspec_opts(module_or_class, name)  # type: ignore[arg-type]
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         result = super().register(plugin, name)
@@ -145,6 +151,24 @@ class StmPluginManager(pluggy.PluginManager):
     def set_blocked(self, name: str) -> None:
         super().set_blocked(name)
         self.generation += 1
+
+
+#: What :func:`_own_marker` answers when pluggy must look itself.
+_ASK_PLUGGY = object()
+
+
+def _own_marker(members: Mapping[str, object], name: str, marker: str) -> object:
+    """The hook marker of ``members[name]`` as pluggy would read it, from the
+    namespace's own dict: a plain function carries its marker itself, and
+    anything but a function or a method wrapper is no hook (``None``).
+    Wrappers (rare) are :data:`_ASK_PLUGGY`."""
+    value = members.get(name)
+    if inspect.isfunction(value):
+        opts = getattr(value, marker, None)
+        return opts if isinstance(opts, dict) else None
+    if isinstance(value, (staticmethod, classmethod, MethodType)):
+        return _ASK_PLUGGY
+    return None
 
 
 def create_plugin_manager(*, load_entrypoints: bool = True,

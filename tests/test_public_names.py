@@ -58,17 +58,42 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         raise AssertionError("no AttributeError")
 
 
-def test_admin_names_are_their_objects_and_the_config_format_loads_on_first_use() -> None:
+def test_admin_names_are_their_objects_and_the_rarely_used_parts_load_on_first_use() -> None:
     out = run_fresh("""
-        import sys
+        import sys, types
         import stm_core.admin as admin
-        rare = ("stm_core.admin.config_io", "stm_core.admin.config_preview", "cattrs")
-        print(sorted(m for m in sys.modules if m.startswith(rare)))
+        rare = ("stm_core.admin.config_io", "stm_core.admin.config_preview", "cattrs",
+                "stm_core.admin.values", "stm_core.admin.history", "stm_core.admin.user_data",
+                "stm_core.admin.categories", "stm_core.admin.memory", "stm_core.admin.prompts")
+        # Bound lazily (stm_core.lazy_import) counts as not loaded until first used.
+        print(sorted(m for m, module in sys.modules.items()
+                     if m.startswith(rare) and type(module).__name__ != "_LazyModule"))
         from stm_core.admin.config_io import FORMAT_NAME, FORMAT_VERSION
+        from stm_core.admin.history import MemoryRestore
+        from stm_core.admin.params import ServerParams
+        from stm_core.admin.user_data import ForgetResult
+        from stm_core.admin.values import ClearResult
+        import stm_core.admin.values as values
         print(admin.FORMAT_NAME == FORMAT_NAME, admin.FORMAT_VERSION == FORMAT_VERSION,
+              admin.MemoryRestore is MemoryRestore, admin.ForgetResult is ForgetResult,
+              admin.ClearResult is ClearResult, admin.ServerParams is values.ServerParams
+              is ServerParams, admin.history.MemoryRestore is MemoryRestore,
               set(admin.__all__) <= set(dir(admin)))
     """)
-    assert out.splitlines() == ["[]", "True True True"]
+    assert out.splitlines() == ["[]", "True True True True True True True True"]
+
+
+def test_a_package_walked_as_a_plugin_does_not_load_its_lazy_modules() -> None:
+    """pluggy reads every name of a plugin module: a lazily bound submodule is
+    bound on its package only once it has run, so registering never loads it."""
+    out = run_fresh("""
+        import sys
+        import stm_plugins.sqlalchemy_storage.base  # binds the statement builders lazily
+        from stm_core.plugins import create_plugin_manager
+        create_plugin_manager(load_entrypoints=False)
+        print(sorted(m for m in sys.modules if m.startswith("sqlalchemy")))
+    """)
+    assert out == "[]"
 
 
 def test_every_admin_method_s_annotations_resolve_for_introspection() -> None:

@@ -28,37 +28,11 @@ from collections.abc import Awaitable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
-from stm_core.admin import user_data
 from stm_core.admin.argument_types import checked_arguments
-from stm_core.admin.categories import category_infos, check_categories, parse_category_lines
-from stm_core.admin.history import (
-    MemoryHistoryView,
-    MemoryRestore,
-    find_revision,
-    history_of,
-    history_view,
-    restore_write,
-    revision_note,
-    undo_target,
-)
 from stm_core.admin.ids import check_id, check_ids, check_optional_id
-from stm_core.admin.memory import build_categories, clean_value, live_key, snapshot
-from stm_core.admin.params import PARAM_NAMES, effective_params, validate_params
-from stm_core.admin.prompts import PROMPT_COLUMNS, clean_override, server_prompts
-from stm_core.admin.user_data import ForgetResult
-from stm_core.admin.values import (
-    Capability,
-    ClearResult,
-    MemoryEdit,
-    MemorySnapshot,
-    PersonaMemory,
-    PrivacySettings,
-    ServerCategories,
-    ServerParams,
-    ServerPrompts,
-    UserOptIn,
-)
+from stm_core.admin.params import PARAM_NAMES, ServerParams, effective_params, validate_params
 from stm_core.errors import PermissionDenied, StorageError, ValidationError
+from stm_core.lazy_import import lazy_module
 from stm_core.plugin_types import Actor, AdminAction
 from stm_core.profile import DEFAULT_CATEGORY, build_profile, detect_mode
 from stm_core.storage.protocol import AtomicServerEdits, StorageInventory
@@ -73,10 +47,20 @@ from stm_core.storage.records import (
     ServerSettings,
 )
 
-# Configuration files are read and written by the methods that need them: a
-# quick command (``stm server params show``) loads neither their format nor cattrs.
 if TYPE_CHECKING:
+    from stm_core.admin import categories, history, memory, prompts, user_data, values
     from stm_core.store import Stm
+else:
+    # Each part of the API loads when a method first uses it, or when
+    # typing.get_type_hints reads an annotation naming one of its classes
+    # through the module: ``stm server params show`` builds ServerParams and
+    # none of the other values. Configuration files load in their methods.
+    categories = lazy_module("stm_core.admin.categories")
+    history = lazy_module("stm_core.admin.history")
+    memory = lazy_module("stm_core.admin.memory")
+    prompts = lazy_module("stm_core.admin.prompts")
+    user_data = lazy_module("stm_core.admin.user_data")
+    values = lazy_module("stm_core.admin.values")
 
 log = logging.getLogger("stm.admin")
 
@@ -209,12 +193,12 @@ class Admin:
         return self._params(await self._update(server_id, dict.fromkeys(chosen)))
 
     # -- prompt overrides ------------------------------------------------------------
-    def _prompts(self, stored: ServerSettings) -> ServerPrompts:
+    def _prompts(self, stored: ServerSettings) -> values.ServerPrompts:
         mode = detect_mode(stored.categories or (DEFAULT_CATEGORY,))
-        return server_prompts(stored, mode, self._stm.hooks)
+        return prompts.server_prompts(stored, mode, self._stm.hooks)
 
     async def prompts(self, server_id: str, *,
-                      actor: Actor | None = None) -> ServerPrompts:
+                      actor: Actor | None = None) -> values.ServerPrompts:
         """Each override, or the default for the server's mode (provider ``""``)."""
         self._check(actor, "prompts", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
@@ -222,7 +206,7 @@ class Admin:
 
     async def set_prompts(self, server_id: str, *, tool_description: str | None = None,
                           nudge: str | None = None,
-                          actor: Actor | None = None) -> ServerPrompts:
+                          actor: Actor | None = None) -> values.ServerPrompts:
         """Set the tool description and/or the nudge (``None`` leaves one as is).
 
         At most 4000 characters each; blank text resets to the default. Text
@@ -236,37 +220,37 @@ class Admin:
             if text is not None:
                 if not isinstance(text, str):
                     raise ValidationError(f"{name} must be text", field=name, allowed="text")
-                changes[PROMPT_COLUMNS[name]] = clean_override(text, field=name)
+                changes[prompts.PROMPT_COLUMNS[name]] = prompts.clean_override(text, field=name)
         if not changes:
             return await self.prompts(server_id)
         return self._prompts(await self._update(server_id, changes))
 
     async def reset_prompts(self, server_id: str, *, tool_description: bool = True,
                             nudge: bool = True,
-                            actor: Actor | None = None) -> ServerPrompts:
+                            actor: Actor | None = None) -> values.ServerPrompts:
         """Return the chosen overrides (both by default) to the defaults."""
         self._check(actor, "reset_prompts", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         changes: dict[str, object] = {}
         if tool_description:
-            changes[PROMPT_COLUMNS["tool_description"]] = None
+            changes[prompts.PROMPT_COLUMNS["tool_description"]] = None
         if nudge:
-            changes[PROMPT_COLUMNS["nudge"]] = None
+            changes[prompts.PROMPT_COLUMNS["nudge"]] = None
         if not changes:
             return await self.prompts(server_id)
         return self._prompts(await self._update(server_id, changes))
 
     # -- categories ---------------------------------------------------------------------
     @staticmethod
-    def _categories(stored: ServerSettings, cleared: int = 0) -> ServerCategories:
-        infos = category_infos(stored.categories)
-        return ServerCategories(
+    def _categories(stored: ServerSettings, cleared: int = 0) -> values.ServerCategories:
+        infos = categories.category_infos(stored.categories)
+        return values.ServerCategories(
             server_id=stored.server_id,
             mode=detect_mode(stored.categories or (DEFAULT_CATEGORY,)),
             categories=infos, is_default=not stored.categories, cleared_memories=cleared)
 
     async def categories(self, server_id: str, *,
-                         actor: Actor | None = None) -> ServerCategories:
+                         actor: Actor | None = None) -> values.ServerCategories:
         """The effective categories (the single default ``summary`` when none)."""
         self._check(actor, "categories", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
@@ -274,7 +258,7 @@ class Admin:
 
     async def set_categories(self, server_id: str,
                              lines: str | Iterable[str], *,
-                             actor: Actor | None = None) -> ServerCategories:
+                             actor: Actor | None = None) -> values.ServerCategories:
         """Replace the categories from ``label: description`` lines.
 
         One text (split at newlines) or one item per category. Blank lines are
@@ -285,18 +269,19 @@ class Admin:
         """
         self._check(actor, "set_categories", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
-        records = parse_category_lines(lines, max_categories=self._stm.settings.max_categories)
+        records = categories.parse_category_lines(
+            lines, max_categories=self._stm.settings.max_categories)
         return await self._replace_categories(server_id, records)
 
     async def reset_categories(self, server_id: str, *,
-                               actor: Actor | None = None) -> ServerCategories:
+                               actor: Actor | None = None) -> values.ServerCategories:
         """Back to the single default ``summary`` category (clears server memories)."""
         self._check(actor, "reset_categories", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return await self._replace_categories(server_id, ())
 
     async def _replace_categories(self, server_id: str,
-                                  records: tuple[CategoryRecord, ...]) -> ServerCategories:
+                                  records: tuple[CategoryRecord, ...]) -> values.ServerCategories:
         stored, removed = await self._categories_written(
             server_id, len(records), self._stm.adapter.replace_categories(
                 server_id, records, now_ms=self._stm.clock.now_ms(),
@@ -323,18 +308,19 @@ class Admin:
 
     # -- capability switch ---------------------------------------------------------
     @staticmethod
-    def _capability(stored: ServerSettings) -> Capability:
-        return Capability(server_id=stored.server_id, stm_enabled=stored.stm_enabled is not False,
-                          is_default=stored.stm_enabled is None)
+    def _capability(stored: ServerSettings) -> values.Capability:
+        return values.Capability(server_id=stored.server_id,
+                                 stm_enabled=stored.stm_enabled is not False,
+                                 is_default=stored.stm_enabled is None)
 
     async def capability(self, server_id: str, *,
-                         actor: Actor | None = None) -> Capability:
+                         actor: Actor | None = None) -> values.Capability:
         self._check(actor, "capability", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return self._capability(await self._load(server_id))
 
     async def set_stm_enabled(self, server_id: str, *, enabled: bool,
-                              actor: Actor | None = None) -> Capability:
+                              actor: Actor | None = None) -> values.Capability:
         """Turn the bot's automatic memory management (tool + nudge) on or off.
         Memory content keeps rendering; no rows are deleted."""
         self._check(actor, "set_stm_enabled", writes=True, scope="server", server_id=server_id)
@@ -344,20 +330,21 @@ class Admin:
 
     # -- privacy ---------------------------------------------------------------------
     @staticmethod
-    def _privacy(stored: ServerSettings) -> PrivacySettings:
-        return PrivacySettings(server_id=stored.server_id,
-                               private_channel_ids=tuple(sorted(stored.private_channel_ids)),
-                               privacy_bypass=stored.privacy_bypass)
+    def _privacy(stored: ServerSettings) -> values.PrivacySettings:
+        return values.PrivacySettings(
+            server_id=stored.server_id,
+            private_channel_ids=tuple(sorted(stored.private_channel_ids)),
+            privacy_bypass=stored.privacy_bypass)
 
     async def privacy(self, server_id: str, *,
-                      actor: Actor | None = None) -> PrivacySettings:
+                      actor: Actor | None = None) -> values.PrivacySettings:
         self._check(actor, "privacy", writes=False, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         return self._privacy(await self._load(server_id))
 
     async def set_private_channels(self, server_id: str, *,
                                    channel_ids: Iterable[str],
-                                   actor: Actor | None = None) -> PrivacySettings:
+                                   actor: Actor | None = None) -> values.PrivacySettings:
         """Replace the private channel list (empty clears it)."""
         self._check(actor, "set_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
@@ -367,7 +354,7 @@ class Admin:
 
     async def add_private_channels(self, server_id: str, *,
                                    channel_ids: Iterable[str],
-                                   actor: Actor | None = None) -> PrivacySettings:
+                                   actor: Actor | None = None) -> values.PrivacySettings:
         self._check(actor, "add_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
@@ -375,7 +362,7 @@ class Admin:
 
     async def remove_private_channels(self, server_id: str, *,
                                       channel_ids: Iterable[str],
-                                      actor: Actor | None = None) -> PrivacySettings:
+                                      actor: Actor | None = None) -> values.PrivacySettings:
         self._check(actor, "remove_private_channels", writes=True, scope="server",
                     server_id=server_id)
         check_id(server_id, "server_id")
@@ -383,7 +370,7 @@ class Admin:
         return self._privacy(await self._change_private(server_id, remove=ids))
 
     async def set_privacy_bypass(self, server_id: str, *, bypass: bool,
-                                 actor: Actor | None = None) -> PrivacySettings:
+                                 actor: Actor | None = None) -> values.PrivacySettings:
         """With the bypass on, private channels' memories show everywhere."""
         self._check(actor, "set_privacy_bypass", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
@@ -392,15 +379,15 @@ class Admin:
 
     # -- a user's cross-server opt-in ---------------------------------------------------
     async def user_opt_in(self, user_id: str, *,
-                          actor: Actor | None = None) -> UserOptIn:
+                          actor: Actor | None = None) -> values.UserOptIn:
         self._check(actor, "user_opt_in", writes=False, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         prefs = await self._stm.adapter.load_user_prefs(user_id)
         self._stm.cache.put_prefs(prefs)
-        return UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
+        return values.UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
 
     async def set_user_opt_in(self, user_id: str, *, opt_in: bool,
-                              actor: Actor | None = None) -> UserOptIn:
+                              actor: Actor | None = None) -> values.UserOptIn:
         """Whether the user's memories from other servers (and DMs) may be
         folded into a server's context for them."""
         self._check(actor, "set_user_opt_in", writes=True, scope="user", user_id=user_id)
@@ -413,7 +400,7 @@ class Admin:
             self._stm.cache.drop_user(user_id)
             raise
         self._stm.cache.put_prefs(prefs)
-        return UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
+        return values.UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
 
     # -- persona memory in a channel ---------------------------------------------------
     def _key(self, channel_id: str, persona_id: str | None, server_id: str | None,
@@ -422,19 +409,19 @@ class Admin:
         check_optional_id(persona_id, "persona_id")
         check_optional_id(server_id, "server_id")
         check_optional_id(user_id, "user_id")
-        return live_key(channel_id=channel_id, persona_id=persona_id, server_id=server_id,
-                        user_id=user_id)
+        return memory.live_key(channel_id=channel_id, persona_id=persona_id,
+                               server_id=server_id, user_id=user_id)
 
     def _snapshot(self, key: MemoryKey, record: MemoryRecord | None,
-                  stored: ServerSettings | None) -> MemorySnapshot:
+                  stored: ServerSettings | None) -> values.MemorySnapshot:
         profile = build_profile(stored, self._stm.hooks, self._stm.settings)
-        return snapshot(key, record, profile, now_ms=self._stm.clock.now_ms(),
-                        settings=self._stm.settings)
+        return memory.snapshot(key, record, profile, now_ms=self._stm.clock.now_ms(),
+                               settings=self._stm.settings)
 
     async def view_memory(self, *, channel_id: str, persona_id: str | None = None,
                           server_id: str | None = None,
                           user_id: str | None = None,
-                          actor: Actor | None = None) -> MemorySnapshot:
+                          actor: Actor | None = None) -> values.MemorySnapshot:
         """The exact row that gets injected: ``(server, channel, persona)`` in a
         guild (``server_id`` given), ``(user, channel, persona)`` in a DM."""
         self._check(actor, "view_memory", writes=False, scope=_memory_scope(server_id),
@@ -448,7 +435,7 @@ class Admin:
 
     async def list_personas(self, *, channel_id: str | None = None,
                             server_id: str | None = None, user_id: str | None = None,
-                            actor: Actor | None = None) -> tuple[PersonaMemory, ...]:
+                            actor: Actor | None = None) -> tuple[values.PersonaMemory, ...]:
         """Personas with a non-blank memory or stored lines in the channel's live
         scope (persona ``""`` is a memory kept without a persona). Without
         ``channel_id``, every channel of the server (``server_id`` required)."""
@@ -480,17 +467,17 @@ class Admin:
                 hint = "lines"
             else:
                 continue
-            found.append(PersonaMemory(persona_id=row.key.persona_id, mode_hint=hint,
-                                       updated_at_ms=row.updated_at_ms,
-                                       channel_id=row.key.channel_id,
-                                       lines=len(row.messages)))
+            found.append(values.PersonaMemory(persona_id=row.key.persona_id, mode_hint=hint,
+                                              updated_at_ms=row.updated_at_ms,
+                                              channel_id=row.key.channel_id,
+                                              lines=len(row.messages)))
         return tuple(sorted(found, key=lambda p: (p.channel_id, p.persona_id)))
 
     async def edit_memory(self, *, channel_id: str, persona_id: str | None = None,
                           server_id: str | None = None, user_id: str | None = None,
                           summary: str | None = None,
                           categories: Mapping[str, str] | None = None,
-                          actor: Actor | None = None) -> MemoryEdit:
+                          actor: Actor | None = None) -> values.MemoryEdit:
         """Hand-edit the live memory of a persona in a channel.
 
         Summary mode: ``summary`` text is written; blank text clears the
@@ -515,9 +502,9 @@ class Admin:
                     "this server is in category mode; give categories (one of: "
                     + ", ".join(profile.slug_map.values()) + ")",
                     field="categories", allowed=", ".join(profile.slug_map))
-            values, truncated = build_categories(categories, profile, max_length=limit)
-            changes = {"set_categories": True, "categories": values}
-            cleared = not values
+            texts, truncated = memory.build_categories(categories, profile, max_length=limit)
+            changes = {"set_categories": True, "categories": texts}
+            cleared = not texts
         else:
             if summary is None or categories is not None:
                 raise ValidationError("this server is in summary mode; give a summary",
@@ -525,7 +512,7 @@ class Admin:
             if not isinstance(summary, str):
                 raise ValidationError("summary must be text", field="summary", allowed="text")
             if summary.strip():
-                text, cut = clean_value(summary, max_length=limit)
+                text, cut = memory.clean_value(summary, max_length=limit)
                 truncated = ("summary",) if cut else ()
                 changes = {"set_summary": True, "summary": text}
                 cleared = False
@@ -537,36 +524,36 @@ class Admin:
             keys.append(MemoryKey.user(user_id, channel_id, persona_id, server_id))
         settings = self._stm.settings
         now = self._stm.clock.now_ms()
-        note = revision_note(settings, "admin", actor=actor.user_id if actor else None)
+        note = history.revision_note(settings, "admin", actor=actor.user_id if actor else None)
         writes = [MemoryWrite(key=k, now_ms=now, crude_ttl_ms=settings.crude_ttl_ms,
                               summary_ttl_ms=settings.summary_ttl_ms, revision=note, **changes)
                   for k in keys]
         records = await self._stm.write_memory(writes)
         log.info("memory of %s edited (%s)", key, "cleared" if cleared else "written")
-        return MemoryEdit(snapshot=self._snapshot(key, records[0], stored), keys=tuple(keys),
-                          truncated=truncated, cleared=cleared)
+        return values.MemoryEdit(snapshot=self._snapshot(key, records[0], stored),
+                                 keys=tuple(keys), truncated=truncated, cleared=cleared)
 
     # -- summary history (undo) ------------------------------------------------------------
     async def _revisions(self, key: MemoryKey) -> tuple[MemoryRecord | None,
                                                         list[MemoryRevision]]:
-        history = history_of(self._stm.adapter)
-        return await self._stm.adapter.get_memory(key), await history.list_revisions(key)
+        kept = history.history_of(self._stm.adapter)
+        return await self._stm.adapter.get_memory(key), await kept.list_revisions(key)
 
     async def memory_history(self, *, channel_id: str, persona_id: str | None = None,
                              server_id: str | None = None, user_id: str | None = None,
-                             actor: Actor | None = None) -> MemoryHistoryView:
+                             actor: Actor | None = None) -> history.MemoryHistoryView:
         """The live memory's kept revisions, newest first, each with a diff
         against the current content (see :mod:`stm_core.admin.history`)."""
         self._check(actor, "memory_history", writes=False, scope=_memory_scope(server_id),
                     server_id=server_id, channel_id=channel_id, user_id=user_id)
         key = self._key(channel_id, persona_id, server_id, user_id)
         record, revisions = await self._revisions(key)
-        return history_view(key, record, revisions,
-                            limit=self._stm.settings.memory_history_revisions)
+        return history.history_view(key, record, revisions,
+                                    limit=self._stm.settings.memory_history_revisions)
 
     async def undo_memory(self, *, channel_id: str, persona_id: str | None = None,
                           server_id: str | None = None, user_id: str | None = None,
-                          actor: Actor | None = None) -> MemoryRestore:
+                          actor: Actor | None = None) -> history.MemoryRestore:
         """Restore the newest kept revision that differs from the current memory.
         Permission-checked like :meth:`edit_memory`; the restore is a new revision."""
         return await self._restore("undo_memory", None, channel_id=channel_id,
@@ -576,7 +563,7 @@ class Admin:
     async def restore_memory(self, *, channel_id: str, rev: int,
                              persona_id: str | None = None, server_id: str | None = None,
                              user_id: str | None = None,
-                             actor: Actor | None = None) -> MemoryRestore:
+                             actor: Actor | None = None) -> history.MemoryRestore:
         """Write kept revision ``rev`` back as a new revision (see :meth:`undo_memory`)."""
         if isinstance(rev, bool) or not isinstance(rev, int):
             raise ValidationError(f"rev must be a revision number, got {rev!r}", field="rev",
@@ -587,33 +574,33 @@ class Admin:
 
     async def _restore(self, name: str, rev: int | None, *, channel_id: str,
                        persona_id: str | None, server_id: str | None, user_id: str | None,
-                       actor: Actor | None) -> MemoryRestore:
+                       actor: Actor | None) -> history.MemoryRestore:
         self._check(actor, name, writes=True, scope=_memory_scope(server_id),
                     server_id=server_id, channel_id=channel_id, user_id=user_id)
         key = self._key(channel_id, persona_id, server_id, user_id)
         record, revisions = await self._revisions(key)
-        target = (undo_target(record, revisions) if rev is None
-                  else find_revision(revisions, rev))
+        target = (history.undo_target(record, revisions) if rev is None
+                  else history.find_revision(revisions, rev))
         stored = await self._load(server_id) if server_id is not None else None
-        [written] = await self._stm.write_memory([restore_write(
+        [written] = await self._stm.write_memory([history.restore_write(
             target, now_ms=self._stm.clock.now_ms(), settings=self._stm.settings,
             actor=actor.user_id if actor else None)])
         log.info("memory of %s restored to revision %s", key, target.rev)
-        return MemoryRestore(snapshot=self._snapshot(key, written, stored),
-                             restored_from=target.rev, rev=written.rev)
+        return history.MemoryRestore(snapshot=self._snapshot(key, written, stored),
+                                     restored_from=target.rev, rev=written.rev)
 
     # -- clearing -------------------------------------------------------------------------
-    async def _delete(self, flt: MemoryFilter) -> ClearResult:
+    async def _delete(self, flt: MemoryFilter) -> values.ClearResult:
         try:
             removed = await self._stm.adapter.delete_memories(flt)
         except BaseException:
             self._stm.cache.clear()  # which rows went is unknown
             raise
         self._stm.cache.forget(removed)
-        return ClearResult(removed=len(removed), keys=tuple(removed))
+        return values.ClearResult(removed=len(removed), keys=tuple(removed))
 
     async def clear_channel(self, channel_id: str, *,
-                            actor: Actor | None = None) -> ClearResult:
+                            actor: Actor | None = None) -> values.ClearResult:
         """Delete every memory row of the channel (all scopes, users, personas)."""
         self._check(actor, "clear_channel", writes=True, scope="channel",
                     channel_id=channel_id)
@@ -621,16 +608,16 @@ class Admin:
         return await self._delete(MemoryFilter(channel_id=channel_id))
 
     async def channel_rows(self, channel_id: str, *,
-                           actor: Actor | None = None) -> ClearResult:
+                           actor: Actor | None = None) -> values.ClearResult:
         """What :meth:`clear_channel` would delete (nothing is deleted)."""
         self._check(actor, "clear_channel", writes=False, scope="channel",
                     channel_id=channel_id)
         check_id(channel_id, "channel_id")
         rows = await self._stm.adapter.list_memories(MemoryFilter(channel_id=channel_id))
-        return ClearResult(removed=len(rows), keys=tuple(r.key for r in rows))
+        return values.ClearResult(removed=len(rows), keys=tuple(r.key for r in rows))
 
     async def clear_user(self, user_id: str, *,
-                         actor: Actor | None = None) -> ClearResult:
+                         actor: Actor | None = None) -> values.ClearResult:
         """Delete the user's own (user-scope) memory rows, in DMs and guilds."""
         self._check(actor, "clear_user", writes=True, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
@@ -648,7 +635,7 @@ class Admin:
 
     # -- privacy requests -------------------------------------------------------------------
     async def forget_user(self, user_id: str, *, dry_run: bool = False,
-                          actor: Actor | None = None) -> ForgetResult:
+                          actor: Actor | None = None) -> user_data.ForgetResult:
         """Remove everything stored of the user, everywhere: their own rows,
         their lines in shared rows and other users' copies, their opt-in.
         ``dry_run`` reports what would go and changes nothing."""
@@ -697,33 +684,33 @@ class Admin:
         validate_params(params, settings=self._stm.settings,
                         render_modes=self._stm.hooks.render_modes())
         changes: dict[str, object] = {name: getattr(doc.params, name) for name in PARAM_NAMES}
-        for name, column in PROMPT_COLUMNS.items():
+        for name, column in prompts.PROMPT_COLUMNS.items():
             text = getattr(doc.prompts, name)
-            changes[column] = None if text is None else clean_override(
+            changes[column] = None if text is None else prompts.clean_override(
                 text, field=f"prompts.{name}")
         changes["stm_enabled"] = doc.stm_enabled
         changes["private_channel_ids"] = check_ids(doc.privacy.private_channel_ids,
                                                    "privacy.private_channel_ids")
         changes["privacy_bypass"] = doc.privacy.bypass
-        categories = check_categories(
+        new_categories = categories.check_categories(
             ((f"categories[{i}]", c.label, c.description) for i, c in enumerate(doc.categories)),
             max_categories=self._stm.settings.max_categories)
         adapter = self._stm.adapter
         if dry_run:
             from stm_core.admin.config_preview import preview_import
             return preview_import(await adapter.load_server_settings(server_id), changes,
-                                  categories)
+                                  new_categories)
         if isinstance(adapter, AtomicServerEdits):
-            await self._categories_written(server_id, len(categories),
+            await self._categories_written(server_id, len(new_categories),
                                            adapter.replace_server_config(
-                                               server_id, changes, categories,
+                                               server_id, changes, new_categories,
                                                now_ms=self._stm.clock.now_ms()))
         else:  # an adapter without the capability: two transactions
             async with self._edit_lock:
                 current = await adapter.load_server_settings(server_id)
                 await self._update(server_id, changes)
-                if categories != current.categories:
-                    await self._replace_categories(server_id, categories)
+                if new_categories != current.categories:
+                    await self._replace_categories(server_id, new_categories)
         return await self.export_config(server_id)
 
 

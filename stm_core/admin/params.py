@@ -7,8 +7,10 @@ so a value outside its range never reaches the database (DESIGN decision 11).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 
-from stm_core.admin.values import ServerParams
+import attrs
+
 from stm_core.errors import ValidationError
 from stm_core.settings import (
     CACHE_POLICIES,
@@ -22,6 +24,45 @@ from stm_core.settings import (
     Settings,
 )
 from stm_core.storage.records import ServerSettings
+
+
+@attrs.frozen(kw_only=True)
+class ServerParams:
+    """A server's effective parameters; ``defaults`` names those not stored."""
+
+    server_id: str
+    refresh_cadence: int
+    render_mode: str
+    crude_message_count: int
+    nudge_injection_depth: int
+    content_injection_depth: int
+    #: ``"freshness"`` (default) or ``"stable"`` (provider prompt caches).
+    cache_policy: str = "freshness"
+    #: Tokens of a turn's STM block (0: no budget).
+    prompt_budget_tokens: int = 0
+    defaults: frozenset[str] = frozenset()
+    #: Friendly wording per parameter ("every turn", "tail", ...).
+    labels: dict[str, str] = attrs.field(factory=dict)
+    #: Stored values not in effect (a render mode whose plugin is not
+    #: installed): parameter -> the stored value. The field itself shows the
+    #: value builds use, and the parameter is listed in ``defaults``.
+    unavailable: dict[str, str] = attrs.field(factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server_id": self.server_id,
+            "refresh_cadence": self.refresh_cadence,
+            "render_mode": self.render_mode,
+            "crude_message_count": self.crude_message_count,
+            "nudge_injection_depth": self.nudge_injection_depth,
+            "content_injection_depth": self.content_injection_depth,
+            "cache_policy": self.cache_policy,
+            "prompt_budget_tokens": self.prompt_budget_tokens,
+            "defaults": sorted(self.defaults),
+            "labels": dict(self.labels),
+            "unavailable": dict(self.unavailable),
+        }
+
 
 #: The per-server parameters, in display order.
 PARAM_NAMES: tuple[str, ...] = (

@@ -2,6 +2,9 @@
 
 Every value has ``to_dict()`` giving plain JSON types, so the ``stm`` command
 (and any host) can print it for scripts without knowing its shape.
+:class:`ServerParams` lives with the parameters' rules
+(:mod:`stm_core.admin.params`) and is listed here too: ``stm server params``
+then builds it without the other values.
 """
 
 from __future__ import annotations
@@ -10,48 +13,11 @@ from typing import Any, Literal
 
 import attrs
 
+from stm_core.admin.params import ServerParams
 from stm_core.models import CrudeMessage
 from stm_core.storage.records import MemoryKey
 
 Mode = Literal["summary", "category"]
-
-
-@attrs.frozen(kw_only=True)
-class ServerParams:
-    """A server's effective parameters; ``defaults`` names those not stored."""
-
-    server_id: str
-    refresh_cadence: int
-    render_mode: str
-    crude_message_count: int
-    nudge_injection_depth: int
-    content_injection_depth: int
-    #: ``"freshness"`` (default) or ``"stable"`` (provider prompt caches).
-    cache_policy: str = "freshness"
-    #: Tokens of a turn's STM block (0: no budget).
-    prompt_budget_tokens: int = 0
-    defaults: frozenset[str] = frozenset()
-    #: Friendly wording per parameter ("every turn", "tail", ...).
-    labels: dict[str, str] = attrs.field(factory=dict)
-    #: Stored values not in effect (a render mode whose plugin is not
-    #: installed): parameter -> the stored value. The field itself shows the
-    #: value builds use, and the parameter is listed in ``defaults``.
-    unavailable: dict[str, str] = attrs.field(factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "server_id": self.server_id,
-            "refresh_cadence": self.refresh_cadence,
-            "render_mode": self.render_mode,
-            "crude_message_count": self.crude_message_count,
-            "nudge_injection_depth": self.nudge_injection_depth,
-            "content_injection_depth": self.content_injection_depth,
-            "cache_policy": self.cache_policy,
-            "prompt_budget_tokens": self.prompt_budget_tokens,
-            "defaults": sorted(self.defaults),
-            "labels": dict(self.labels),
-            "unavailable": dict(self.unavailable),
-        }
 
 
 @attrs.frozen(kw_only=True)
@@ -240,3 +206,23 @@ class ClearResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"removed": self.removed, "keys": [key_to_dict(k) for k in self.keys]}
+
+
+__all__ = [
+    "Capability",
+    "CategoryInfo",
+    "ClearResult",
+    "MemoryEdit",
+    "MemorySection",
+    "MemorySnapshot",
+    "Mode",
+    "PersonaMemory",
+    "PrivacySettings",
+    "PromptText",
+    "ServerCategories",
+    "ServerParams",
+    "ServerPrompts",
+    "UserOptIn",
+    "key_to_dict",
+    "line_to_dict",
+]

@@ -6,21 +6,27 @@ a refused value (:class:`~stm_core.errors.ValidationError`,
 :class:`~stm_core.errors.ConfigurationError`, including an unknown database
 URL), 1 for anything else that failed at run time. ``STM_DEBUG=1`` adds the
 traceback.
+
+The package itself loads nothing heavy: :func:`main` imports click and the
+commands, with the garbage collector paused while the command starts
+(:mod:`stm_core.cli.startup`). The ``cli`` group loads on first use.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-import click
-from click.exceptions import NoArgsIsHelpError
-
-from stm_core.cli.app import cli
+from stm_core.cli import startup
 from stm_core.errors import ConfigurationError, StmError, ValidationError
+from stm_core.lazy_names import lazy_names
+
+if TYPE_CHECKING:
+    import click
+
+    from stm_core.cli.app import cli
 
 USAGE_ERROR = 2
 RUNTIME_ERROR = 1
@@ -35,13 +41,19 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _fail(code: int, exc: BaseException) -> NoReturn:
+    import click
+
     if os.environ.get("STM_DEBUG") == "1":
+        import traceback
+
         traceback.print_exception(exc)
     click.echo(f"stm: error: {_one_line(exc)}", err=True)
     sys.exit(code)
 
 
 def _usage_line(exc: click.ClickException) -> str:
+    import click
+
     message = " ".join(exc.format_message().split())
     ctx = getattr(exc, "ctx", None)
     if isinstance(exc, click.UsageError) and ctx is not None:
@@ -51,6 +63,19 @@ def _usage_line(exc: click.ClickException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``stm`` (``argv`` defaults to the process arguments)."""
+    startup.pause_collector()
+    try:
+        _main(argv)
+    finally:
+        startup.end_of_command()
+
+
+def _main(argv: Sequence[str] | None) -> None:
+    import click
+    from click.exceptions import NoArgsIsHelpError
+
+    from stm_core.cli.app import cli
+
     try:
         code = cli.main(args=list(argv) if argv is not None else None, prog_name="stm",
                         standalone_mode=False)
@@ -71,3 +96,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 __all__ = ["cli", "main"]
+
+__getattr__, __dir__ = lazy_names(globals(), {"cli": "stm_core.cli.app"}, __all__)

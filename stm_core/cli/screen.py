@@ -12,7 +12,6 @@ with ``NO_COLOR`` or ``TERM=dumb``; ``FORCE_COLOR`` asks for them anywhere.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -104,7 +103,11 @@ def _width(tty: bool) -> int:
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
-    return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if tty else PIPE_WIDTH
+    if not tty:
+        return PIPE_WIDTH
+    import shutil  # with bz2 and lzma: only a terminal asks for its size
+
+    return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
 
 
 def _wants_color(tty: bool) -> bool:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from stm_core.cli import startup
 from stm_core.cli.output import note
 from stm_core.cli.state import CliState, default_database_path, run
 from stm_core.errors import ConfigurationError
@@ -39,6 +40,7 @@ async def open_cli_store(state: CliState) -> AsyncIterator[Stm]:
     # needs no listener of its own.
     async with open_store(state.effective_url, settings=state.settings,
                           listen_for_changes=False) as stm:
+        startup.resume_collector()  # started: the command's own work collects as usual
         yield stm
 
 
