@@ -25,14 +25,17 @@ _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/[\w@]+/(\d
 _MENTION = re.compile(r"<(@&|@!?|#)([^\s<>|!&#@][^\s<>|]*)>")
 
 
-def _mention(match: re.Match[str], turn: Turn) -> str:
-    sigil, ident = match.group(1), match.group(2)
+def _name(sigil: str, ident: str, turn: Turn) -> str | None:
+    """What a mention of ``ident`` reads as in ``turn``, or ``None`` (it stays)."""
     if sigil == "#":
-        return channel_label(ident, turn) or match.group(0)
+        return channel_label(ident, turn)
     if sigil == "@&":
-        return role_label(ident, turn) or match.group(0)
-    return turn.user_names.get(ident, match.group(0))
+        return role_label(ident, turn)
+    return turn.user_names.get(ident)
 
+
+#: ``(token, sigil, id, what it became)`` for each distinct mention of a text.
+_Mentions = tuple[tuple[str, str, str, str], ...]
 
 # What each mention token became in the last turn converted: a token is
 # converted once however often the turn's texts repeat it. One turn is
@@ -40,26 +43,50 @@ def _mention(match: re.Match[str], turn: Turn) -> str:
 # identity from being reused by another.
 _converted: tuple[Turn | None, dict[str, str]] = (None, {})
 
+#: Texts converted lately -> (the result, the mentions it read). The same
+#: text comes back turn after turn (an other-channel block while those
+#: channels are quiet, the nudge, a same-channel memory between writes), and
+#: is converted again only when one of its mentions reads differently.
+_recent: dict[str, tuple[str, _Mentions]] = {}
+#: Texts remembered before the memo starts over (bounds its memory).
+RECENT_TEXTS = 256
+
 
 def convert_discord_mentions(text: str, turn: Turn) -> str:
     global _converted
-    if "discord" in text:
-        text = _LINK.sub(lambda m: f"<#{m.group(1)}>", text)
-    if "<" in text:
-        seen_turn, converted = _converted
+    remembered = _recent.get(text)
+    if remembered is not None:
+        result, mentions = remembered
+        for token, sigil, ident, out in mentions:
+            if (_name(sigil, ident, turn) or token) != out:
+                break
+        else:
+            return result
+    converted = text
+    if "discord" in converted:
+        converted = _LINK.sub(lambda m: f"<#{m.group(1)}>", converted)
+    found: dict[str, tuple[str, str, str, str]] = {}
+    if "<" in converted:
+        seen_turn, tokens = _converted
         if seen_turn is not turn:
-            converted = {}
-            _converted = (turn, converted)
+            tokens = {}
+            _converted = (turn, tokens)
 
         def mention(m: re.Match[str]) -> str:
             token = m.group(0)
-            out = converted.get(token)
+            out = tokens.get(token)
             if out is None:
-                out = converted[token] = _mention(m, turn)
+                sigil, ident = m.group(1), m.group(2)
+                out = tokens[token] = _name(sigil, ident, turn) or token
+            if token not in found:
+                found[token] = (token, m.group(1), m.group(2), out)
             return out
 
-        text = _MENTION.sub(mention, text)
-    return text
+        converted = _MENTION.sub(mention, converted)
+    if len(_recent) >= RECENT_TEXTS:
+        _recent.clear()
+    _recent[text] = (converted, tuple(found.values()))
+    return converted
 
 
 @hookimpl(trylast=True)

@@ -30,7 +30,9 @@ def private_channels(entry: MemoryRecord, ctx: VisibilityContext) -> bool | None
         current = ctx.current
         if current is None or current.privacy_bypass or ctx.current_is_private:
             return None
-        return False if _in_private(entry, current.private_channel_ids) else None
+        private = current.private_channel_ids
+        # Most servers mark no channel private: nothing to look up for each row.
+        return False if private and _in_private(entry, private) else None
     if origin == DM_SERVER:
         # DM-origin memories stay in DMs.
         return None if turn.server_id is None else False

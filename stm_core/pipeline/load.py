@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from stm_core.store import Stm
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True)
 class Loaded:
-    """The state one turn works on."""
+    """The state one turn works on (built on every turn: not a frozen class,
+    whose every field costs a call to set)."""
 
     now_ms: int
     #: The current server's effective configuration (defaults in a DM).
@@ -36,7 +37,11 @@ class Loaded:
 
 async def load(stm: Stm, turn: Turn, user_id: str) -> Loaded:
     server_id = turn.server_id
-    profile = await stm.profile_for(server_id)
-    user = await stm.user_view(user_id)
-    server = await stm.server_memories(server_id) if server_id is not None else None
+    warm = stm.warm_turn_state(server_id, user_id)
+    if warm is not None:
+        profile, user, server = warm
+    else:
+        profile = await stm.profile_for(server_id)
+        user = await stm.user_view(user_id)
+        server = await stm.server_memories(server_id) if server_id is not None else None
     return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server)

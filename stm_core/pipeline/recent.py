@@ -18,7 +18,7 @@ unbounded cache would give.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,7 @@ import attrs
 from stm_core.cache import MemoryView, UserView
 from stm_core.models import Turn
 from stm_core.pipeline.crossserver import folded_rows
-from stm_core.pipeline.expiry import drop_expired, is_shown
+from stm_core.pipeline.expiry import drop_expired, shown_at
 from stm_core.pipeline.gather import dm_candidates, server_candidates
 from stm_core.pipeline.load import Loaded
 from stm_core.pipeline.sortcap import first_visible
@@ -102,13 +102,8 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded
     # Equal times: the server's own rows before folded ones (merge is stable).
     # The usual guild turn has no folded rows: its own rows alone, no merge.
     rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
+    # Expiry checked while walking (the folded rows, already filtered, pass it
+    # again: a few rows at most).
     return first_visible(rows, visible, env.max_other_channels,
-                         _shown_now(now, crude_ttl, summary_ttl)), servers
-
-
-def _shown_now(now: int, crude_ttl: int, summary_ttl: int) -> Callable[[MemoryRecord], bool]:
-    """Expiry as one test per row, checked while walking (the folded rows,
-    already filtered, pass it again: a few rows at most)."""
-    def shown(r: MemoryRecord) -> bool:
-        return is_shown(r, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
-    return shown
+                         shown_at(now, crude_ttl_ms=crude_ttl,
+                                  summary_ttl_ms=summary_ttl)), servers

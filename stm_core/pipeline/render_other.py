@@ -108,48 +108,43 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
     newest ``updated_at_ms`` among the entries that rendered something.
     ``crude_count`` (the prompt budget's) may show fewer raw lines than the
     server's ``crude_message_count``. With a ``memo``, an entry rendered before
-    with the same inputs is not rendered again."""
+    with the same inputs is not rendered again: the row, its server's category
+    order, the render mode, and what the headers and raw lines take from the
+    turn (channel label, age label, names, impersonation)."""
     render = profile.render_mode.render
     current_server = turn.server_id if turn.server_id is not None else DM_SERVER
     if crude_count is None:
         crude_count = profile.crude_message_count
     stable = profile.stable
+    # The memo key's part that is the same for every entry of this turn.
+    fixed = (id(render), turn.server_id is None, crude_count, turn.bot_name,
+             turn.triggerer_name, turn.is_user_impersonation)
     pieces: list[str] = []
     newest: int | None = None
     for record in entries:
-        piece = _piece(memo, record, turn, render, now_ms=now_ms,
-                       current_server=current_server, crude_count=crude_count, order=order,
-                       stable=stable)
+        if memo is None:
+            piece = render(entry_parts(record, turn, now_ms=now_ms,
+                                       current_server=current_server,
+                                       crude_count=crude_count, order=order, stable=stable))
+        else:
+            key = record.key
+            server_id = key.server_id
+            same_server = server_id == current_server
+            chan = channel_reference(key.channel_id, turn) if same_server else OTHER_SERVER
+            age = "" if stable else relative_time(now_ms - record.updated_at_ms)
+            slugs = order(server_id)
+            memo_key = (id(record), id(slugs), same_server, chan, age, fixed)
+            hit = memo.get(memo_key)
+            if hit is not None:
+                piece = hit[0]
+            else:
+                piece = render(entry_parts(record, turn, now_ms=now_ms,
+                                           current_server=current_server,
+                                           crude_count=crude_count, order=order,
+                                           stable=stable))
+                remember(memo, memo_key, piece, record, slugs, render)
         if piece:
             pieces.append(piece)
             if newest is None or record.updated_at_ms > newest:
                 newest = record.updated_at_ms
     return "".join(pieces).strip(), newest
-
-
-def _piece(memo: RenderMemo | None, record: MemoryRecord, turn: Turn,
-           render: Callable[[OtherChannelParts], str], *, now_ms: int,
-           current_server: str, crude_count: int, order: CategoryOrder,
-           stable: bool) -> str:
-    """``render(entry_parts(...))``, from the memo when there is one and every
-    input the text reads is the same: the row, its server's category order,
-    the render mode, and what the headers and raw lines take from the turn
-    (channel label, age label, names, impersonation)."""
-    if memo is None:
-        return render(entry_parts(record, turn, now_ms=now_ms, current_server=current_server,
-                                  crude_count=crude_count, order=order, stable=stable))
-    server_id = record.key.server_id
-    same_server = server_id == current_server
-    chan = channel_reference(record.key.channel_id, turn) if same_server else OTHER_SERVER
-    age = "" if stable else relative_time(now_ms - record.updated_at_ms)
-    slugs = order(server_id)
-    key = (id(record), id(slugs), id(render), same_server, turn.server_id is None, chan, age,
-           crude_count, turn.bot_name, turn.triggerer_name, turn.is_user_impersonation)
-    hit = memo.get(key)
-    if hit is not None:
-        piece: str = hit[0]
-        return piece
-    piece = render(entry_parts(record, turn, now_ms=now_ms, current_server=current_server,
-                               crude_count=crude_count, order=order, stable=stable))
-    remember(memo, key, piece, record, slugs, render)
-    return piece

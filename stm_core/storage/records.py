@@ -44,14 +44,36 @@ class MemoryKey:
 
     @classmethod
     def server(cls, server_id: str, channel_id: str, persona_id: str | None) -> MemoryKey:
-        return cls(scope_kind="server", server_id=server_id, user_id="",
-                   channel_id=channel_id, persona_id=persona_id or "")
+        return _key(cls, ("server", server_id, "", channel_id, persona_id or ""))
 
     @classmethod
     def user(cls, user_id: str, channel_id: str, persona_id: str | None,
              server_id: str | None) -> MemoryKey:
-        return cls(scope_kind="user", server_id=server_id or DM_SERVER, user_id=user_id,
-                   channel_id=channel_id, persona_id=persona_id or "")
+        return _key(cls, ("user", server_id or DM_SERVER, user_id, channel_id,
+                          persona_id or ""))
+
+
+#: Keys made lately by :meth:`MemoryKey.server` and :meth:`MemoryKey.user`,
+#: by their fields. Every turn asks for the same few keys again: handing out
+#: the same object skips building one (a frozen class costs a call per field)
+#: and lets dictionaries keyed by it match by identity, without ``__eq__``.
+_KEYS: dict[tuple[ScopeKind, str, str, str, str], MemoryKey] = {}
+#: Keys remembered before the table starts over (bounds its memory).
+KEYS_REMEMBERED = 4096
+
+
+def _key(cls: type[MemoryKey], ids: tuple[ScopeKind, str, str, str, str]) -> MemoryKey:
+    if cls is not MemoryKey:  # a subclass's keys are its own
+        return cls(scope_kind=ids[0], server_id=ids[1], user_id=ids[2], channel_id=ids[3],
+                   persona_id=ids[4])
+    key = _KEYS.get(ids)
+    if key is None:
+        key = MemoryKey(scope_kind=ids[0], server_id=ids[1], user_id=ids[2],
+                        channel_id=ids[3], persona_id=ids[4])
+        if len(_KEYS) >= KEYS_REMEMBERED:
+            _KEYS.clear()
+        _KEYS[ids] = key
+    return key
 
 
 @attrs.frozen(kw_only=True)

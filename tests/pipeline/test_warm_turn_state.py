@@ -1,0 +1,72 @@
+"""A warm turn reads its state without a loader, and counts it as the loaders do."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stm_core import telemetry
+from stm_core.models import CrudeMessage
+from stm_core.pipeline.expiry import is_shown, shown_at
+from stm_core.storage.records import MemoryKey, MemoryRecord
+from stm_core.store import Stm
+
+from .support import GENERAL, capture, make_turn, server_key
+
+
+def counts() -> dict[str, int]:
+    c = telemetry.counts
+    return {"settings_hits": c.settings_hits, "settings_misses": c.settings_misses,
+            "server_hits": c.server_hits, "server_misses": c.server_misses,
+            "user_hits": c.user_hits, "user_misses": c.user_misses}
+
+
+async def test_a_warm_guild_turn_counts_three_hits_and_no_miss(stm: Stm) -> None:
+    await capture(stm, server_key(GENERAL), ("user", "Bob", "hello"))
+    turn = make_turn()
+    await stm.build_context(turn)  # loads the views
+    hits, misses = stm.cache.stats.hits, stm.cache.stats.misses
+    before = counts()
+    warm = stm.warm_turn_state(turn.server_id, "alice")
+    assert warm is not None
+    profile, user, server = warm
+    assert server is stm.cache.servers.peek(turn.server_id or "")
+    assert user is stm.cache.users.peek("alice")
+    assert stm.cache.stats.misses == misses
+    assert stm.cache.stats.hits == hits + 3
+    after = counts()
+    assert {k: after[k] - before[k] for k in after} == {
+        "settings_hits": 1, "settings_misses": 0, "server_hits": 1, "server_misses": 0,
+        "user_hits": 1, "user_misses": 0}
+    assert profile is await stm.profile_for(turn.server_id)
+
+
+async def test_a_cold_state_is_not_counted_and_the_loaders_read_it(stm: Stm) -> None:
+    stm.cache.clear()
+    hits = stm.cache.stats.hits
+    assert stm.warm_turn_state("guild", "alice") is None
+    assert stm.warm_turn_state(None, "alice") is None
+    assert stm.cache.stats.hits == hits
+    await stm.build_context(make_turn())
+    assert stm.cache.stats.misses >= 3
+    assert stm.warm_turn_state(None, "alice") is not None  # a DM needs the user alone
+
+
+RECORDS = st.builds(
+    lambda summary, messages, categories, age: MemoryRecord(
+        key=MemoryKey.server("9", "1", None), summary=summary,
+        messages=tuple(CrudeMessage(role="user", content=m, speaker_name=None, timestamp_ms=0)
+                       for m in messages),
+        categories=categories, updated_at_ms=1_000_000 - age),
+    st.one_of(st.none(), st.sampled_from(["", " ", "s"])),
+    st.lists(st.sampled_from(["a", " "]), max_size=2),
+    st.dictionaries(st.sampled_from(["goals", "hp"]), st.sampled_from(["", " ", "x"])),
+    st.integers(min_value=-5, max_value=40))
+
+
+@settings(max_examples=400, deadline=None)
+@given(RECORDS, st.integers(min_value=0, max_value=30), st.integers(min_value=0, max_value=30))
+def test_the_walks_expiry_test_is_is_shown(record: MemoryRecord, crude: int, summary: int) -> None:
+    now = 1_000_000
+    assert shown_at(now, crude_ttl_ms=crude, summary_ttl_ms=summary)(record) == is_shown(
+        record, now, crude_ttl_ms=crude, summary_ttl_ms=summary)
