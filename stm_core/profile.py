@@ -10,6 +10,7 @@ work.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Literal
 
@@ -74,7 +75,7 @@ class ServerProfile:
     #: ``"freshness"`` or ``"stable"`` (see :mod:`stm_core.pipeline.cache_policy`).
     cache_policy: str = DEFAULT_CACHE_POLICY
 
-    @property
+    @functools.cached_property  # read several times on every turn
     def stable(self) -> bool:
         return self.cache_policy == "stable"
 

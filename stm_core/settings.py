@@ -43,6 +43,7 @@ STM_LONG_TERM_MEMORY_UPDATE_TOOL                (none)  host's tool that edits a
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -293,33 +294,35 @@ class Settings:
     #: Earlier summary/category revisions kept per memory row for undo (0: none).
     memory_history_revisions: int = attrs.field(default=10, validator=_in_range)
 
-    @property
+    # Derived values are worked out once per settings object (each turn reads
+    # several): cached_property keeps them in a slot of this frozen class.
+    @functools.cached_property
     def render_mode(self) -> str:
         """The render mode of servers that chose none."""
         return self.default_render_mode or DEFAULT_RENDER_MODE
 
-    @property
+    @functools.cached_property
     def cache_policy(self) -> str:
         """The prompt-cache policy of servers that chose none and of DMs."""
         return self.default_cache_policy or DEFAULT_CACHE_POLICY
 
-    @property
+    @functools.cached_property
     def crude_ttl_ms(self) -> int:
         return int(self.ttl_hours * HOUR_MS)
 
-    @property
+    @functools.cached_property
     def summary_ttl_ms(self) -> int:
         return int(self.summary_ttl_hours * HOUR_MS)
 
-    @property
+    @functools.cached_property
     def longest_ttl_ms(self) -> int:
         return max(self.crude_ttl_ms, self.summary_ttl_ms)
 
-    @property
+    @functools.cached_property
     def fresh_window_ms(self) -> int:
         return int(self.fresh_window_minutes * MINUTE_MS)
 
-    @property
+    @functools.cached_property
     def retention_ms(self) -> int:
         return int(self.janitor_retention_days * DAY_MS)
 

@@ -23,8 +23,7 @@ and the texts have no more UTF-8 bytes than the budget has tokens.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import attrs
+from typing import NamedTuple
 
 from stm_core.plugin_types import TokenCounter, is_byte_bounded
 from stm_core.truncation import BUDGET_TRUNCATION_MARK, cut
@@ -33,9 +32,9 @@ from stm_core.truncation import BUDGET_TRUNCATION_MARK, cut
 RenderOther = Callable[[int, int], tuple[str | None, int | None]]
 
 
-@attrs.frozen(kw_only=True)
-class Block:
-    """What fits: the texts to emit and the newest other-channel update shown."""
+class Block(NamedTuple):
+    """What fits: the texts to emit and the newest other-channel update shown
+    (a tuple: one is made on every turn)."""
 
     other: str | None
     same: str | None

@@ -8,7 +8,8 @@ The stages, in order (one module each)::
 
 The server's cache policy (``cache_policy``) decides ages and placement.
 
-Filters commute, so expiry runs before visibility (cheaper, and no settings
+The objects returned are handed out again while their texts are the same
+(``results``). Filters commute, so expiry runs before visibility (cheaper, and no settings
 of a server whose rows all expired get loaded); the cap comes after both.
 Stages 2 to 6 run as one walk over the newest rows (``recent``), which ends
 at the cap: the cost does not grow with the number of channels.
@@ -32,6 +33,7 @@ from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.recent import newest_visible
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
+from stm_core.pipeline.results import context_item, stm_context
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, MemoryKey, MemoryRecord, ServerSettings
@@ -98,10 +100,10 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
     items: list[ContextItem] = []
     newest = block.newest_other_ms
     if block.other:
-        items.append(ContextItem(text=block.other, kind="other_channels"))
+        items.append(context_item(block.other, "other_channels"))
     if block.same:
-        items.append(ContextItem(text=block.same, kind="same_channel"))
-    nudge_item = None if nudge is None else ContextItem(text=nudge, kind="nudge")
+        items.append(context_item(block.same, "same_channel"))
+    nudge_item = None if nudge is None else context_item(nudge, "nudge")
     depth = base_memory_depth(profile)
     if turn.has_tools:
         # The live row counts even when it holds raw lines only: every bot turn
@@ -115,9 +117,8 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
             depth = resolve_memory_depth(depth, newest, now, window_ms=env.fresh_window_ms,
                                          fresh_depth=env.fresh_injection_depth)
 
-    return StmContext(memory_items=tuple(items), nudge_item=nudge_item,
-                      nudge_injection_depth=nudge_depth(profile),
-                      memory_injection_depth=depth, cache_policy=profile.cache_policy)
+    return stm_context(tuple(items), nudge_item, nudge_depth(profile), depth,
+                       profile.cache_policy)
 
 
 async def _live_record(stm: Stm, loaded: Loaded, key: MemoryKey) -> MemoryRecord | None:

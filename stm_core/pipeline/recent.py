@@ -94,8 +94,9 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded
         few = folded_rows(turn, loaded)
     else:
         few = dm_candidates(turn, loaded)
-    few = drop_expired(few, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
     # No folded or DM rows (the usual guild turn): no other server's settings.
+    if few:
+        few = drop_expired(few, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
     servers = (await origin_settings(stm, turn, loaded.profile, few) if few
                else current_settings(turn, loaded.profile))
     visible = visibility_filter(stm, turn, loaded.profile, loaded.opt_in, servers)

@@ -62,6 +62,12 @@ _KEYS: dict[tuple[ScopeKind, str, str, str, str], MemoryKey] = {}
 KEYS_REMEMBERED = 4096
 
 
+def memory_key(ids: tuple[ScopeKind, str, str, str, str]) -> MemoryKey:
+    """The key of ``(scope_kind, server_id, user_id, channel_id, persona_id)``,
+    the same object as last time (see ``_KEYS``)."""
+    return _key(MemoryKey, ids)
+
+
 def _key(cls: type[MemoryKey], ids: tuple[ScopeKind, str, str, str, str]) -> MemoryKey:
     if cls is not MemoryKey:  # a subclass's keys are its own
         return cls(scope_kind=ids[0], server_id=ids[1], user_id=ids[2], channel_id=ids[3],

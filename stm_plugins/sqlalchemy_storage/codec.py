@@ -25,6 +25,7 @@ from stm_core.storage.records import (
     RevisionNote,
     ServerSettings,
     UserPrefs,
+    memory_key,
 )
 from stm_core.storage.validation import channel_id_set
 
@@ -174,8 +175,9 @@ def write_params(w: MemoryWrite) -> dict[str, Any]:
 
 
 def key_from_row(r: Row) -> MemoryKey:
-    return MemoryKey(scope_kind=r[0], server_id=r[1], user_id=r[2], channel_id=r[3],
-                     persona_id=r[4])
+    # The key object a turn asks for again (MemoryKey.server/.user hand out the
+    # same one), so the cache finds a loaded row by identity.
+    return memory_key((r[0], r[1], r[2], r[3], r[4]))
 
 
 def memory_from_row(r: Row, *, key: MemoryKey | None = None,

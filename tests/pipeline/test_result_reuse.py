@@ -1,0 +1,63 @@
+"""A warm build of unchanged memory returns the objects of the last one; any
+change in what it holds gives new ones."""
+
+from __future__ import annotations
+
+import attrs
+
+from stm_core.models import ContextItem, StmContext
+from stm_core.pipeline import results
+from stm_core.pipeline.results import context_item, stm_context
+from stm_core.settings import Settings
+from stm_core.store import Stm
+
+from .support import GENERAL, QUEST, capture, make_turn, server_key, write
+
+
+async def test_an_unchanged_warm_build_returns_the_same_context(stm: Stm) -> None:
+    await write(stm, server_key(GENERAL), summary="the party rests")
+    await capture(stm, server_key(QUEST), ("user", "Bob", "onwards"), counter_increment=9)
+    first = await stm.build_context(make_turn(channel_id=QUEST))
+    again = await stm.build_context(make_turn(channel_id=QUEST))
+    assert again == first and again is first
+    await write(stm, server_key(GENERAL), summary="the party wakes")
+    changed = await stm.build_context(make_turn(channel_id=QUEST))
+    assert changed is not first
+    assert "the party wakes" in changed.memory_items[0].text
+
+
+def test_items_and_contexts_are_reused_only_for_the_very_same_texts() -> None:
+    text = "".join(["a", "b"])
+    item = context_item(text, "same_channel")
+    assert context_item(text, "same_channel") is item
+    assert context_item(text, "other_channels") is not item
+    equal_text = "".join(["a", "b"])
+    assert equal_text is not text
+    assert context_item(equal_text, "same_channel") == item
+    made = stm_context((item,), None, 2, -1, "freshness")
+    assert stm_context((item,), None, 2, -1, "freshness") is made
+    assert stm_context((item,), None, 2, 3, "freshness").memory_injection_depth == 3
+    assert stm_context((item,), None, 2, -1, "stable").cache_policy == "stable"
+    nudge = ContextItem(text="refresh", kind="nudge")
+    with_nudge = stm_context((item,), nudge, 2, -1, "freshness")
+    assert with_nudge.nudge_item is nudge and with_nudge is not made
+    three = (item, item, item)
+    assert stm_context(three, None, 2, -1, "freshness") == StmContext(
+        memory_items=three, nudge_injection_depth=2, memory_injection_depth=-1)
+
+
+def test_the_tables_are_bounded() -> None:
+    for n in range(results.MAX_RESULTS * 2):
+        item = context_item(f"text {n}", "same_channel")
+        stm_context((item,), None, 2, -1, "freshness")
+    assert len(results._items) <= results.MAX_RESULTS
+    assert len(results._contexts) <= results.MAX_RESULTS
+
+
+def test_derived_settings_follow_the_settings_they_come_from() -> None:
+    settings = Settings(ttl_hours=2, summary_ttl_hours=3, fresh_window_minutes=5)
+    assert (settings.crude_ttl_ms, settings.summary_ttl_ms, settings.longest_ttl_ms,
+            settings.fresh_window_ms) == (7_200_000, 10_800_000, 10_800_000, 300_000)
+    changed = attrs.evolve(settings, summary_ttl_hours=1)
+    assert (changed.summary_ttl_ms, changed.longest_ttl_ms) == (3_600_000, 7_200_000)
+    assert changed == Settings(ttl_hours=2, summary_ttl_hours=1, fresh_window_minutes=5)
