@@ -11,7 +11,8 @@ one listening connection and applies what it hears:
 * changed settings or preferences drop that server's settings or that user's
   view, reloaded on next use;
 * notices that name this process as the writer are skipped (its cache
-  already holds what it wrote).
+  already holds what it wrote); an adapter may hand those on unparsed, as
+  an origin-only notice.
 
 PostgreSQL does not keep notices for a listener that was away, so whenever
 the listening connection is (re)established the whole cache is dropped: what

@@ -14,7 +14,11 @@ changed (``NOTIFY``, in the same statement; see :mod:`.notify`) and
 :meth:`PostgresAdapter.subscribe` listens for the others' announcements.
 Connecting and every statement are bounded by ``db_timeout_seconds``, so a
 database that stops answering fails a call instead of hanging it; the pool
-replaces broken connections by itself once the database is back.
+replaces broken connections by itself once the database is back. One pooled
+connection is kept out between calls and runs every call that finds it free,
+which skips the pool's acquire and release (see :mod:`.reserved_connection`).
+Memory writes report their outcome to the store themselves (see
+:mod:`.reported_writes`), so the store wraps no task of its own around them.
 
 Statements keep no session state, so they run through a pooler in transaction
 mode (PgBouncer ``pool_mode = transaction``): each call is one statement or
@@ -30,9 +34,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -40,12 +45,28 @@ import sqlalchemy as sa
 
 from stm_core.errors import ConfigurationError, StorageError
 from stm_core.settings import Settings
-from stm_core.storage.records import ChangeNotice, SchemaStatus
+from stm_core.storage.protocol import WriteReport
+from stm_core.storage.records import (
+    CaptureWrite,
+    ChangeNotice,
+    MemoryRecord,
+    MemoryWrite,
+    SchemaStatus,
+)
+from stm_plugins.sqlalchemy_storage import codec, notify
 from stm_plugins.sqlalchemy_storage import migrations as mig
-from stm_plugins.sqlalchemy_storage import notify
 from stm_plugins.sqlalchemy_storage import statements as st
-from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, Step, Want
+from stm_plugins.sqlalchemy_storage.base import (
+    Finish,
+    SqlStorageAdapter,
+    Step,
+    Want,
+    capture_upsert,
+    write_upsert,
+)
 from stm_plugins.sqlalchemy_storage.compiled import compile_statement, dialect_named
+from stm_plugins.sqlalchemy_storage.reported_writes import ReportedWriter
+from stm_plugins.sqlalchemy_storage.reserved_connection import ReservedConnection
 from stm_plugins.sqlalchemy_storage.schema import schema_version
 from stm_plugins.sqlalchemy_storage.urls import PostgresTarget, parse_postgres_url
 
@@ -82,6 +103,12 @@ _SETUP_LOCK = "SELECT pg_advisory_xact_lock(hashtext($1))"
 DELIVERY_CHECK_TIMEOUT_S = 2.0
 
 
+#: Where a joined upsert's row says which of the call's rows it is (its last column).
+_POSITION = operator.itemgetter(-1)
+#: What a call does on a connection it was lent: its steps' results.
+_Work = Callable[[Any, Sequence[Step]], Awaitable[list[Any]]]
+
+
 async def _run_step(conn: Any, step: Step) -> Any:
     compiled, params, want = step
     if want is Want.MANY:
@@ -96,6 +123,20 @@ async def _run_step(conn: Any, step: Step) -> Any:
     if want is Want.COUNT:  # "DELETE 42"
         return int(status.rsplit(" ", 1)[-1])
     return None
+
+
+async def _read_steps(conn: Any, steps: Sequence[Step]) -> list[Any]:
+    if len(steps) == 1:
+        return [await _run_step(conn, steps[0])]
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        return [await _run_step(conn, s) for s in steps]
+
+
+async def _write_steps(conn: Any, steps: Sequence[Step]) -> list[Any]:
+    if len(steps) == 1:  # one statement commits by itself
+        return [await _run_step(conn, steps[0])]
+    async with conn.transaction():
+        return [await _run_step(conn, s) for s in steps]
 
 
 async def keep_session(conn: Any) -> None:
@@ -129,6 +170,8 @@ class PostgresAdapter(SqlStorageAdapter):
         self.target = target
         self._pool_max = pool_max
         self._pool: Any = None
+        self._reserved: ReservedConnection | None = None
+        self._reported = ReportedWriter()
         #: Stamped on this adapter's change notices (see :mod:`.notify`).
         self.instance_id = uuid.uuid4().hex
         self.channel = notify.channel_for(target.schema)
@@ -177,7 +220,8 @@ class PostgresAdapter(SqlStorageAdapter):
                 await conn.execute("SELECT pg_notify($1, $2)", self.channel, payload)
 
         try:
-            subscription = await notify.subscribe(connect, self.channel, on_notice, on_lost)
+            subscription = await notify.subscribe(connect, self.channel, on_notice, on_lost,
+                                                  origin=self.instance_id)
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"cannot listen on PostgreSQL {where.label}: "
                                f"{self._why(exc)}") from exc
@@ -203,6 +247,8 @@ class PostgresAdapter(SqlStorageAdapter):
                 raise StorageError(
                     f"cannot connect to PostgreSQL {self.target.label}: "
                     f"{self._why(exc)}") from exc
+            if self._pool_max > 1:
+                self._reserved = ReservedConnection(self._pool, self._timeout)
         return self._pool
 
     async def setup(self) -> SchemaStatus:
@@ -260,6 +306,9 @@ class PostgresAdapter(SqlStorageAdapter):
     async def aclose(self) -> None:
         self._closed = True
         pool, self._pool = self._pool, None
+        reserved, self._reserved = self._reserved, None
+        if reserved is not None:
+            await reserved.close()
         if pool is not None:
             await pool.close()
 
@@ -286,25 +335,74 @@ class PostgresAdapter(SqlStorageAdapter):
 
     async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         try:
-            async with self._acquire() as conn:
-                if len(steps) == 1:
-                    return [await _run_step(conn, steps[0])]
-                async with conn.transaction(isolation="repeatable_read", readonly=True):
-                    return [await _run_step(conn, s) for s in steps]
+            return await self._lent(_read_steps, steps)
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: read failed: "
                                f"{self._why(exc)}{_pooler_hint(exc)}") from exc
 
     async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         try:
-            async with self._acquire() as conn:
-                if len(steps) == 1:  # one statement commits by itself
-                    return [await _run_step(conn, steps[0])]
-                async with conn.transaction():
-                    return [await _run_step(conn, s) for s in steps]
+            return await self._lent(_write_steps, steps)
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: write failed: "
                                f"{self._why(exc)}{_pooler_hint(exc)}") from exc
+
+    async def _lent(self, work: _Work, steps: Sequence[Step]) -> list[Any]:
+        """``work`` on the kept connection when it is free, else on a pooled
+        one (kept afterwards if none is). A connection whose call raised goes
+        back to the pool, which resets or replaces it; one whose protocol
+        state the driver lost is closed first."""
+        reserved = self._reserved
+        conn = None if reserved is None else reserved.take()
+        if conn is not None and reserved is not None:
+            pool = reserved.pool
+        else:
+            pool = self._require_pool()
+            conn = await pool.acquire(timeout=self._timeout)
+        try:
+            result = await work(conn, steps)
+        except BaseException as exc:
+            if reserved is not None:
+                reserved.forget(conn)
+            if isinstance(exc, asyncpg.InternalClientError):
+                conn.terminate()
+            await pool.release(conn, timeout=self._timeout)
+            raise
+        if reserved is None or not reserved.keep(conn):
+            await pool.release(conn, timeout=self._timeout)
+        return result
+
+    # -- memory writes that report their outcome (the store then needs no task) --------
+    # They do what SqlStorageAdapter.capture and write_memory do. What fails
+    # before the statement goes out (the records' encoding, a closed adapter)
+    # raises here, in the caller, unreported; the rest runs in the write's task.
+    async def capture_reported(self, writes: Sequence[CaptureWrite],
+                               report: WriteReport | None) -> list[MemoryRecord]:
+        """:meth:`capture`, reporting its outcome (``ReportedWrites``)."""
+        if not writes:
+            return []
+        params, finish = self._capture_params(writes)
+        self._require_pool()
+        return await self._reported.run(
+            _finished(self._upsert_rows("capture", capture_upsert, params), finish), report)
+
+    async def write_memory_reported(self, writes: Sequence[MemoryWrite],
+                                    report: WriteReport | None) -> list[MemoryRecord]:
+        """:meth:`write_memory`, reporting its outcome (``ReportedWrites``)."""
+        if not writes:
+            return []
+        writes = tuple(writes)
+        if any(w.revision is not None for w in writes):
+            steps, finish = self._write_memory_steps(writes)
+            self._require_pool()
+            return await self._reported.run(_finished(self._write(steps), finish), report)
+        params = [codec.write_params(w) for w in writes]
+        self._require_pool()
+
+        def records(rows: list[Any]) -> list[MemoryRecord]:
+            return [codec.memory_from_row(r, key=w.key) for r, w in zip(rows, writes, strict=True)]
+        return await self._reported.run(
+            _finished(self._upsert_rows("write", write_upsert, params), records), report)
 
     async def _upsert_rows(self, kind: str, build: Callable[[str, int | None], Any],
                            params: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -315,7 +413,7 @@ class PostgresAdapter(SqlStorageAdapter):
         compiled = self.statement((kind, n), lambda: self._announce(st.multi_row(build, n),
                                                                     "k"))
         (rows,) = await self._write([Step(compiled, params, Want.ALL)])
-        return sorted(rows, key=lambda r: r[-1])
+        return sorted(rows, key=_POSITION)
 
     async def purge_older_than(self, cutoff_ms: int, *, batch_size: int) -> int:
         deleted = await super().purge_older_than(cutoff_ms, batch_size=batch_size)
@@ -327,6 +425,10 @@ class PostgresAdapter(SqlStorageAdapter):
             except _DRIVER_ERRORS as exc:  # the rows are gone; others expire them later
                 log.warning("could not announce a janitor purge: %s", exc)
         return deleted
+
+
+async def _finished(rows: Awaitable[list[Any]], finish: Finish) -> list[MemoryRecord]:
+    return finish(await rows)
 
 
 def describe_driver_error(exc: BaseException, timeout_s: float) -> str:
