@@ -62,17 +62,18 @@ async def cache_problems(stm: Any) -> list[str]:
     cache = stm.cache
     problems: list[str] = []
     since = stm.clock.now_ms() - stm.settings.longest_ttl_ms
-    views = [(("server", sid), view) for sid, view in cache.servers._data.items()]
-    views += [(("user", uid), user.memories) for uid, user in cache.users._data.items()]
+    # Copies: other processes' notices may still change the views meanwhile.
+    views = [(("server", sid), view) for sid, view in list(cache.servers._data.items())]
+    views += [(("user", uid), user.memories) for uid, user in list(cache.users._data.items())]
     for (kind, ident), view in views:
         times = [r.updated_at_ms for r in view.records.values()]
         if times != sorted(times):
             problems.append(f"the cached {kind} view {ident} is out of recency order")
-        for key, record in view.records.items():
+        for key, record in list(view.records.items()):
             stored = await adapter.get_memory(key)
             if stored != record:
                 problems.append(f"cached {key} is {record}, stored {stored}")
-        for key in view.absent:
+        for key in list(view.absent):
             if await adapter.get_memory(key) is not None:
                 problems.append(f"{key} cached as absent but stored")
         flt = (MemoryFilter(server_id=ident, scope_kind="server") if kind == "server"

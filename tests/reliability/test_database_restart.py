@@ -234,6 +234,22 @@ def check_failures(reports: list[dict[str, Any]], windows: list[Window]) -> Coun
     return types
 
 
+#: How long the caches may take to agree with the database once the writers
+#: stopped: the last writes' notices may still be on their way.
+CONVERGE_S = 5.0
+
+
+async def coherent(procs: list[Shard]) -> list[list[str]]:
+    """Each process's cache problems, asked again until none is left or
+    CONVERGE_S has passed (the answer then is the last one)."""
+    deadline = time.monotonic() + CONVERGE_S
+    while True:
+        problems = [(await p.call("coherent", "coherent"))["problems"] for p in procs]
+        if not any(problems) or time.monotonic() >= deadline:
+            return problems
+        await asyncio.sleep(0.25)
+
+
 async def test_processes_recover_by_themselves_when_the_database_comes_back(
         pg_url: str, figures: dict[str, Any]) -> None:
     proxy, proxied = await PgProxy.start_for(pg_url)
@@ -242,7 +258,7 @@ async def test_processes_recover_by_themselves_when_the_database_comes_back(
     try:
         async with shards(proxied, PROCESSES, env, module="restart_worker") as procs:
             windows, reports = await run(proxy, procs)
-            problems = [(await p.call("coherent", "coherent"))["problems"] for p in procs]
+            problems = await coherent(procs)
     finally:
         await proxy.close()
 
