@@ -45,6 +45,7 @@ class FloorServer:
     #: The nudge with its macros and labels already expanded (stm memoizes it too).
     nudge_text: str
     rows: dict[str, FloorRow]
+    private_channels: frozenset[str] = frozenset()
 
 
 def floor_server(seeds: Sequence[w.ChannelSeed], *, now_ms: int, render_mode: str,
@@ -128,8 +129,14 @@ class HandBuild:
     def build(self, server_id: str, channel_id: str) -> FloorResult:
         server = self.servers[server_id]
         bot, now = self.bot, self.now_ms
+        # The rules a build must apply even when this data breaks none of them:
+        # expiry (24 h with a summary, 12 h without) and private channels.
+        summary_since, crude_since = now - SUMMARY_TTL_MS, now - CRUDE_TTL_MS
+        private = server.private_channels
         others = [r for r in server.rows.values()
-                  if r.channel_id != channel_id and r.lineage == self.lineage]
+                  if r.channel_id != channel_id and r.lineage == self.lineage
+                  and r.updated_at_ms >= (summary_since if r.summary else crude_since)
+                  and r.channel_id not in private]
         others.sort(key=lambda r: r.updated_at_ms, reverse=True)
         others = others[:self.max_others]
         blocks: list[str] = []

@@ -12,6 +12,10 @@ checkpoints off on the writer, ``journal_size_limit`` as stm's writer sets
 it; a ``PASSIVE`` checkpoint on a second connection once the WAL passes
 4 MiB, looked at every 64 writes).
 
+:class:`ThreadToolWriter` is the same writer running stm's summary tool write
+instead: per scope the memory upsert, the revision insert and the trim of old
+revisions, the very SQL stm compiled for them, one transaction per call.
+
 :class:`RawAsyncpg` sends stm's single PostgreSQL statement (both upserts and
 the change notice in one statement) on one plain asyncpg connection.
 """
@@ -23,12 +27,13 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench import workload as w
 from bench.floors import CRUDE_TTL_MS, SUMMARY_TTL_MS, guild_keys
 from stm_core.models import HistoryMessage, PersonaResponse
+from stm_core.settings import Settings
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
     BUSY_TIMEOUT_MS,
     CHECKPOINT_WAL_BYTES,
@@ -37,6 +42,9 @@ from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
 
 #: How often the WAL size is looked at (writes), as stm's adapter does.
 CHECKPOINT_CHECK_EVERY = 64
+#: Revisions a row keeps, as stm's default settings make it keep (the newest
+#: ``memory_history_revisions`` before the current one, and the current one).
+REVISIONS_KEPT = Settings().memory_history_revisions + 1
 _STOP = None
 _Job = tuple[list[dict[str, Any]], asyncio.AbstractEventLoop, "asyncio.Future[list[Any]]"]
 
@@ -172,6 +180,43 @@ def _fail(futures: list[asyncio.Future[list[Any]]], exc: Exception) -> None:
 def _settle(done: list[tuple[asyncio.Future[list[Any]], list[Any]]]) -> None:
     for future, rows in done:
         future.set_result(rows)
+
+
+def tool_write_params(server: str, channel: str, user: str, summary: str, now_ms: int,
+                      constants: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The two scopes of a guild summary write, as stm binds them: the live
+    row's counter resets; one dict per scope serves its upsert, revision and trim."""
+    return [{**constants, "scope_kind": k[0], "server_id": k[1], "user_id": k[2],
+             "channel_id": k[3], "persona_id": k[4], "parent_channel_id": None,
+             "persona_lineage_id": w.LINEAGE_ID, "summary": summary, "categories": "{}",
+             "set_summary": 1, "set_categories": 0, "clear_messages": 0, "reset": reset,
+             "now": now_ms, "crude_ttl": CRUDE_TTL_MS, "summary_ttl": SUMMARY_TTL_MS,
+             "author": "model", "actor": None, "restored_from": None,
+             "keep": REVISIONS_KEPT}
+            for k, reset in zip(guild_keys(server, channel, user), (1, 0), strict=True)]
+
+
+class ThreadToolWriter(ThreadWriter):
+    """The tool write on :class:`ThreadWriter`'s thread, queue and checkpoint
+    policy: per scope the summary upsert stm compiled (returning the row), then
+    stm's revision insert and trim, all scopes in one transaction."""
+
+    def __init__(self, path: str, upsert_sql: str, revision_sql: Sequence[str],
+                 constants: Mapping[str, Any]) -> None:
+        super().__init__(path, upsert_sql)
+        self.revision_sql = tuple(revision_sql)
+        self.constants = dict(constants)
+
+    async def write_summary(self, server: str, channel: str, user: str, summary: str,
+                            now_ms: int) -> list[Any]:
+        return await self.write(tool_write_params(server, channel, user, summary, now_ms,
+                                                   self.constants))
+
+    def _upsert(self, conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> Any:
+        row = super()._upsert(conn, sql, params)
+        for statement in self.revision_sql:
+            conn.execute(statement, params)
+        return row
 
 
 class RawAsyncpg:

@@ -43,7 +43,8 @@ CPU_KEYS = {"record_ratio_sqlite": "record_cpu_ratio_sqlite",
             "concurrent_throughput_ratio": "concurrent_cpu_ratio",
             "telemetry_overhead": "telemetry_overhead_cpu",
             "telemetry_build_overhead": "telemetry_build_overhead_cpu",
-            "cli_startup_ms": "cli_startup_cpu_ms"}
+            "cli_startup_ms": "cli_startup_cpu_ms",
+            "tool_write_ratio_sqlite": "tool_write_cpu_ratio_sqlite"}
 
 
 @attrs.frozen(kw_only=True)
@@ -182,7 +183,9 @@ FLOORS_SECTION = [
     "dedicated thread, the way stm writes: the caller puts the turn on a queue and awaits "
     "a future that the thread settles with `call_soon_threadsafe`, so each turn costs one "
     "hop each way. The thread runs the very SQL text stm compiled for its capture upsert "
-    "(taken from an stm store on the same file), binds the same two parameter rows, in "
+    "(taken from an stm store on the same file), binds the same two parameter rows (the "
+    "ten messages as the very JSON bytes stm stores, written by the json module's encoder "
+    "built once, non-ASCII kept), in "
     "`BEGIN IMMEDIATE … COMMIT`, with stm's pragmas (WAL, `synchronous=NORMAL`, "
     "`busy_timeout`, `foreign_keys`) and stm's checkpoint policy (no automatic checkpoint "
     "on the writer, the WAL file cut back to 2 MiB when it starts over; a passive one on a "
@@ -190,6 +193,16 @@ FLOORS_SECTION = [
     "has no savepoints, no cache, no hooks, no validation: nothing a write could do with "
     "less. `raw_aiosqlite_record` (three aiosqlite hops per turn) is kept as the older, "
     "weaker floor.",
+    "", "**Tool-write floor** (`floor_thread_tool_write`). The same thread, queue, pragmas "
+    "and checkpoint policy as the write floor, on the same file (so it rewrites the rows the "
+    "record floor keeps, messages and all), running stm's summary tool write: for the live "
+    "row and the user's copy, the very SQL stm compiled for the memory upsert (summary set, "
+    "the live row's counter reset, the row returned) and for the summary history (a "
+    "revision inserted, old revisions trimmed to stm's default of 11), one dict of "
+    "parameters per row, all in one `BEGIN IMMEDIATE … COMMIT`, one hop per call. It "
+    "validates nothing and keeps no cache. `raw_aiosqlite_tool_write` (the two upserts "
+    "alone, no revision, three aiosqlite hops) is kept as the older, weaker floor "
+    "(`tool_write_ratio_vs_aiosqlite`).",
     "", "**Whole-turn floor** (`floor_thread_turn`). The write above, the returned row kept "
     "in a plain dict, then a hand-written build (`floors.HandBuild`: dicts and f-strings "
     "for this one workload) over that dict. The texts it renders are compared with stm's "
@@ -208,7 +221,9 @@ FLOORS_SECTION = [
     "out-of-the-box `synchronous=FULL` (an fsync per commit) is reported beside them "
     "(`vs_peers_sdk_default`). Every stm turn uses a fresh `Turn` object, as hosts do.",
     "", "**Build floor** (`hand_build_*`). A hand-written build of the same texts for one "
-    "known server; the texts are compared before timing (see *Context build*).",
+    "known server: plain dicts and f-strings, the rules every build must apply (lineage, "
+    "expiry, private channels) as inline comparisons, no plugins, no memo, and plain tuples "
+    "instead of result objects; the texts are compared before timing (see *Context build*).",
 ]
 
 

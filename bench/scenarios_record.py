@@ -21,10 +21,15 @@ from bench import workload as w
 from bench.config import RunConfig
 from bench.floor_turn import FloorTurn
 from bench.floors import FloorResult, RawPostgres, RawSqlite
-from bench.floors_thread import RawAsyncpg, ThreadWriter
+from bench.floors_thread import RawAsyncpg, ThreadToolWriter, ThreadWriter
 from bench.harness import cpu_ratio, interleave, ratio
 from bench.scenarios_build import as_floor_result, first_difference
-from bench.stm_side import compiled_capture, open_bench_store, seed_typical_server
+from bench.stm_side import (
+    compiled_capture,
+    compiled_tool_write,
+    open_bench_store,
+    seed_typical_server,
+)
 from bench.urls import asyncpg_dsn, sqlite_url, stm_postgres_url
 from stm_core.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext, Turn
@@ -127,6 +132,22 @@ async def thread_writer(path: Path, clock: ManualClock) -> ThreadWriter:
     return ThreadWriter(str(path), sql).start()
 
 
+async def thread_tool_writer(path: Path, clock: ManualClock) -> ThreadToolWriter:
+    """The tool-write floor on ``path``, running the SQL stm compiled for its
+    summary tool write (one call on a server of its own compiles it)."""
+    load = Workload(channels=1, server=w.server_id(498))
+    async with open_bench_store(sqlite_url(path), clock) as stm:
+        result = await stm.apply_tool_call(load.fresh_turns(1)[0], {"summary": "compile"})
+        if not result.ok:
+            raise RuntimeError(f"the tool write did not run: {result.message}")
+        sql = compiled_tool_write(stm)
+    floor = ThreadToolWriter(str(path), sql.upsert.sql,
+                             (sql.revision_insert.sql, sql.revision_trim.sql),
+                             {**sql.revision_insert.constants, **sql.revision_trim.constants})
+    floor.start()
+    return floor
+
+
 async def host_turn_pair(stm: Stm, clock: ManualClock, writer: ThreadWriter, load: Workload
                          ) -> tuple[Callable[[int], Awaitable[StmContext]],
                                     Callable[[int], Awaitable[FloorResult]], dict[str, Any]]:
@@ -163,6 +184,9 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
     summaries = [w.summary_text(k) for k in range(WINDOWS)]
     raw = await RawSqlite(str(cfg.workdir / "raw_record.db")).open()
     writer = await thread_writer(cfg.workdir / "floor_record.db", clock)
+    # The tool floor writes the rows the record floor writes, as stm's tool
+    # write lands on the rows its record_turn keeps.
+    tool_writer = await thread_tool_writer(cfg.workdir / "floor_record.db", clock)
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "stm_record.db"), clock) as stm:
             failures: list[str] = []
@@ -173,6 +197,10 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
                                                    {"summary": summaries[i % WINDOWS]})
                 if not result.ok:
                     failures.append(f"{result.code}: {result.message}")
+
+            async def floor_tool(i: int) -> None:
+                await tool_writer.write_summary(load.server, load.channel(i), w.USER_ID,
+                                                summaries[i % WINDOWS], w.EPOCH_MS + i * 1000)
 
             async def raw_tool(i: int) -> None:
                 await raw.write_summary(load.server, load.channel(i), w.USER_ID,
@@ -186,13 +214,16 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
                 "stm_turn_sqlite": stm_turn,
                 "floor_thread_turn": floor_turn,
                 "stm_tool_write_sqlite": stm_tool,
+                "floor_thread_tool_write": floor_tool,
                 "raw_aiosqlite_tool_write": raw_tool,
             }, rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup)
     finally:
         await raw.close()
         await writer.close()
+        await tool_writer.close()
     stm_rec, floor_rec = stats["stm_record_turn_sqlite"], stats["floor_thread_record"]
     stm_turn_s, floor_turn_s = stats["stm_turn_sqlite"], stats["floor_thread_turn"]
+    stm_tool_s, floor_tool_s = stats["stm_tool_write_sqlite"], stats["floor_thread_tool_write"]
     return {
         "record_ratio_sqlite": ratio(stm_rec, floor_rec),
         "record_cpu_ratio_sqlite": cpu_ratio(stm_rec, floor_rec),
@@ -206,8 +237,9 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
             "stm_record_turn_sqlite": stm_rec.cpu_us,
             "floor_thread_record": floor_rec.cpu_us,
             "raw_aiosqlite_record": stats["raw_aiosqlite_record"].cpu_us},
-        "tool_write_ratio_sqlite": ratio(stats["stm_tool_write_sqlite"],
-                                         stats["raw_aiosqlite_tool_write"]),
+        "tool_write_ratio_sqlite": ratio(stm_tool_s, floor_tool_s),
+        "tool_write_cpu_ratio_sqlite": cpu_ratio(stm_tool_s, floor_tool_s),
+        "tool_write_ratio_vs_aiosqlite": ratio(stm_tool_s, stats["raw_aiosqlite_tool_write"]),
         # A refused call writes nothing and would flatter the ratio.
         "tool_write_failures": len(failures),
         "tool_write_failure_examples": sorted(set(failures))[:3],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from bench import workload as w
 from hookspecs import hookimpl
@@ -128,3 +128,22 @@ def compiled_capture(stm: Stm, rows: int) -> Compiled:
     def missing() -> Any:
         raise RuntimeError(f"stm has not run its {key} statement yet")
     return adapter.statement(key, missing)
+
+
+class ToolWriteSql(NamedTuple):
+    """The statements of stm's tool write, as it compiled them: per scope the
+    memory upsert, then the revision insert and the trim of old revisions."""
+
+    upsert: Compiled
+    revision_insert: Compiled
+    revision_trim: Compiled
+
+
+def compiled_tool_write(stm: Stm) -> ToolWriteSql:
+    """The SQL stm ran for a summary tool write (after at least one call)."""
+    adapter = cast(SqlStorageAdapter, stm.adapter)
+
+    def missing() -> Any:
+        raise RuntimeError("stm has not run its tool write yet")
+    return ToolWriteSql(*(adapter.statement(key, missing)
+                          for key in (("write",), "revision_insert", "revision_trim")))

@@ -1,12 +1,24 @@
 """Deletes memory rows nobody touched for ``janitor_retention_days``.
 
-A run deletes in batches and pauses ``janitor_pause_ms`` between them, so
-turn writes queued meanwhile get the database between batches (one big
-``DELETE`` would hold the SQLite write lock for its whole length). A batch
-holds at most ``janitor_batch_size`` rows and shrinks while batches take
-longer than ``janitor_batch_budget_ms``: how long a delete takes depends on
-how scattered the old rows are, and a turn write queued behind a batch waits
-that long. Afterwards the cache drops what the database no longer holds.
+A run deletes in batches and pauses between them, so turn writes queued
+meanwhile get the database between batches (one big ``DELETE`` would hold the
+SQLite write lock for its whole length). A batch holds at most
+``janitor_batch_size`` rows and shrinks while batches take longer than
+``janitor_batch_budget_ms``: how long a delete takes depends on how scattered
+the old rows are, and a turn write queued behind a batch waits that long.
+
+The pause is ``janitor_pause_ms``, stretched after a batch that ran over its
+budget by as much as it ran over. Turns pay for the janitor twice: waiting
+behind a batch, and later, for the WAL checkpoints its deletes make due (on
+SQLite, each costs the writer a few fsyncs). Both grow with the share of time
+the janitor holds the writer, which the stretched pause keeps near
+budget / (budget + pause) even while batches run long (a slow disk, a busy
+writer).
+
+Afterwards the cache drops every row older than the cutoff: it must never
+hold a row the database no longer has. A run that stopped half-way (failed,
+cancelled) says so in the log, and the cached views holding such rows reload
+on next use, since only some of them are gone; the next run finishes the job.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from stm_core.storage.protocol import StorageInventory
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
+    from stm_core.cache import MemoryCache
     from stm_core.store import Stm
 
 log = logging.getLogger("stm.janitor")
@@ -42,9 +55,30 @@ class BatchSizer:
 
     def observe(self, elapsed_s: float) -> None:
         if elapsed_s > self.budget_s:
-            self.size = max(self.MINIMUM, self.size // 2)
+            self.size = max(min(self.MINIMUM, self.maximum), self.size // 2)
         elif elapsed_s < self.budget_s / 2:
             self.size = min(self.maximum, self.size + max(1, self.size // 2))
+
+
+#: A pause is stretched at most this many times.
+MAX_PAUSE_STRETCH = 10.0
+
+
+def pause_after(elapsed_s: float, *, pause_s: float, budget_s: float) -> float:
+    """The pause after a batch that took ``elapsed_s``: ``pause_s``, times how
+    many budgets the batch took (at least 1, at most ``MAX_PAUSE_STRETCH``)."""
+    return pause_s * min(MAX_PAUSE_STRETCH, max(1.0, elapsed_s / budget_s))
+
+
+def _drop_views_older_than(cache: MemoryCache, cutoff_ms: int) -> None:
+    """After a run that stopped half-way: the cached views holding rows older
+    than the cutoff, some deleted and some not, reload on next use."""
+    keys = [k for view in cache.servers.values()
+            for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
+    keys += [k for user in cache.users.values()
+             for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
+    if keys:
+        cache.drop_scopes(keys)
 
 
 class Janitor:
@@ -84,28 +118,39 @@ class Janitor:
         settings = self.stm.settings
         cutoff = self.stm.clock.now_ms() - settings.retention_ms
         pause_s = settings.janitor_pause_ms / 1000
-        sizer = BatchSizer(maximum=settings.janitor_batch_size,
-                           budget_s=settings.janitor_batch_budget_ms / 1000)
+        budget_s = settings.janitor_batch_budget_ms / 1000
+        sizer = BatchSizer(maximum=settings.janitor_batch_size, budget_s=budget_s)
         total = batches = 0
-        while True:
-            started = time.perf_counter()
-            deleted = await self.stm.adapter.purge_older_than(cutoff, batch_size=sizer.size)
-            sizer.observe(time.perf_counter() - started)
-            if deleted == 0:
-                break
-            total += deleted
-            telemetry.counts.janitor_rows += deleted
-            batches += 1
-            if progress is not None:
-                progress(total)
-            await asyncio.sleep(pause_s)
+        finished = False
+        try:
+            while True:
+                started = time.perf_counter()
+                deleted = await self.stm.adapter.purge_older_than(cutoff, batch_size=sizer.size)
+                elapsed = time.perf_counter() - started
+                sizer.observe(elapsed)
+                if deleted == 0:
+                    finished = True
+                    break
+                total += deleted
+                telemetry.counts.janitor_rows += deleted
+                batches += 1
+                if progress is not None:
+                    progress(total)
+                await asyncio.sleep(pause_after(elapsed, pause_s=pause_s, budget_s=budget_s))
+        finally:
+            if finished:
+                # The cache must never hold a row the database no longer has.
+                self.stm.cache.forget_older_than(cutoff)
+            else:
+                _drop_views_older_than(self.stm.cache, cutoff)
+            if span is not None:
+                span.set_attributes({"stm.rows_deleted": total, "stm.batches": batches,
+                                     "stm.cutoff_ms": cutoff})
+            if not finished:
+                log.warning("janitor run stopped after deleting %d memory rows; rows untouched "
+                            "since %d are left for the next run", total, cutoff)
         if total:
             log.info("janitor deleted %d memory rows untouched since %d", total, cutoff)
-        # The cache must never hold a row the database no longer has.
-        self.stm.cache.forget_older_than(cutoff)
-        if span is not None:
-            span.set_attributes({"stm.rows_deleted": total, "stm.batches": batches,
-                                 "stm.cutoff_ms": cutoff})
         return total
 
     def start(self, interval_s: float | None = None, first_delay_s: float = 60) -> None:

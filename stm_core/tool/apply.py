@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import json
 import logging
-import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from stm_core.admin.history import revision_note
 from stm_core.models import ToolResult, Turn
 from stm_core.profile import ServerProfile
-from stm_core.storage.records import MemoryKey, MemoryWrite
 from stm_core.templates import sanitize
 from stm_core.tool import TOOL_NAME
 from stm_core.tool.gate import gates_open
+from stm_core.tool.writes import category_writes, summary_writes
 
 if TYPE_CHECKING:
     from stm_core.store import Stm
@@ -37,8 +35,9 @@ SUCCESS_MESSAGE = ("Short-term memory updated. This is silent: no user notificat
                    "needed; continue the conversation.")
 
 # Turns with a call being applied right now: parallel tool calls of one reply
-# must not both pass the once-per-turn rule.
-_in_progress: weakref.WeakSet[Turn] = weakref.WeakSet()
+# must not both pass the once-per-turn rule. A plain set (turns hash by
+# identity): the call that adds a turn removes it when it ends, however it ends.
+_in_progress: set[Turn] = set()
 
 
 #: Failure code -> the message the model reads.
@@ -100,41 +99,49 @@ async def _apply(stm: Stm, turn: Turn, arguments: Mapping[str, object] | str) ->
 
     limit = stm.settings.max_summary_length
     truncated: list[str] = []
-
-    def clean(field: str, value: str) -> str:
-        text = sanitize(value.strip())
-        if len(text) > limit:
-            log.info("%s: %s truncated from %d to %d characters",
-                     TOOL_NAME, field, len(text), limit)
-            truncated.append(field)
-            text = text[:limit]
-        return text
-
     if profile.mode == "summary":
         summary = args.get("summary")
         if not isinstance(summary, str):
             return refusal("invalid_summary")
-        if not summary.strip():
+        summary = summary.strip()
+        if not summary:
             return refusal("empty_summary")
         if not _identifiable(turn):
             return refusal("no_identity")
-        written = {"summary": clean("summary", summary)}
-        await stm.write_memory(_writes(stm, turn, summary=written["summary"]))
+        written = {"summary": _clean("summary", summary, limit, truncated)}
+        await stm.write_memory(summary_writes(turn, stm.settings, stm.clock.now_ms(),
+                                              written["summary"]))
     else:
         if not _identifiable(turn):
             return refusal("no_identity")
-        written = {slug: clean(slug, value) for slug in profile.slug_map
+        written = {slug: _clean(slug, value.strip(), limit, truncated)
+                   for slug in profile.slug_map
                    if isinstance(value := args.get(slug), str) and value.strip()}
         if not written:
             return no_category_fields(profile)
-        await stm.write_memory(_writes(stm, turn, categories=written))
+        await stm.write_memory(category_writes(turn, stm.settings, stm.clock.now_ms(),
+                                               written))
 
     stm.mark_tool_used(turn)
     return ToolResult(ok=True, message=SUCCESS_MESSAGE, written=written,
                       truncated=tuple(truncated))
 
 
+def _clean(field: str, text: str, limit: int, truncated: list[str]) -> str:
+    """``text`` (already stripped) as stored: placeholders sanitised, cut to
+    ``limit`` characters (and ``field`` noted in ``truncated`` when cut)."""
+    text = sanitize(text)
+    if len(text) > limit:
+        log.info("%s: %s truncated from %d to %d characters",
+                 TOOL_NAME, field, len(text), limit)
+        truncated.append(field)
+        text = text[:limit]
+    return text
+
+
 def _as_mapping(arguments: object) -> Mapping[str, object] | None:
+    if type(arguments) is dict:  # what hosts pass: no ABC check needed
+        return arguments
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
@@ -145,27 +152,3 @@ def _as_mapping(arguments: object) -> Mapping[str, object] | None:
 
 def _identifiable(turn: Turn) -> bool:
     return bool(turn.user_id) and bool(turn.channel_id)
-
-
-def _writes(stm: Stm, turn: Turn, *, summary: str | None = None,
-            categories: dict[str, str] | None = None) -> list[MemoryWrite]:
-    """The live row first (its cadence counter resets) and, in a guild, the
-    triggering user's own copy (which feeds DM and cross-server recall)."""
-    assert turn.user_id is not None  # checked by _identifiable
-    user_key = MemoryKey.user(turn.user_id, turn.channel_id, turn.persona_id, turn.server_id)
-    if turn.server_id is None:
-        keys = [user_key]
-    else:
-        keys = [MemoryKey.server(turn.server_id, turn.channel_id, turn.persona_id), user_key]
-    now_ms = stm.clock.now_ms()
-    settings = stm.settings
-    note = revision_note(settings, "model")
-    return [MemoryWrite(key=key, now_ms=now_ms, revision=note,
-                        set_summary=summary is not None, summary=summary,
-                        set_categories=categories is not None, categories=categories or {},
-                        reset_counter=key is keys[0],
-                        persona_lineage_id=turn.persona_lineage_id,
-                        parent_channel_id=turn.parent_channel_id,
-                        crude_ttl_ms=settings.crude_ttl_ms,
-                        summary_ttl_ms=settings.summary_ttl_ms)
-            for key in keys]

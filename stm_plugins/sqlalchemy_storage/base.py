@@ -81,6 +81,27 @@ def write_upsert(dialect: str, rows: int | None) -> Any:
     return st.write_upsert(dialect, rows)
 
 
+class SentMessages:
+    """The messages each row was last written with here, by key: the JSON text
+    and the lines it encodes. A later write that returns the same text (a
+    summary write keeps a row's lines) takes the lines instead of decoding the
+    JSON again; any other text is decoded as usual, so an entry that is out of
+    date costs nothing but the comparison. Bounded: it starts over when full."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self._limit = limit
+        self._by_key: dict[MemoryKey, tuple[str, tuple[CrudeMessage, ...]]] = {}
+
+    def remember(self, key: MemoryKey, sent: tuple[str, tuple[CrudeMessage, ...]]) -> None:
+        by_key = self._by_key
+        if len(by_key) >= self._limit and key not in by_key:
+            by_key.clear()
+        by_key[key] = sent
+
+    def get(self, key: MemoryKey) -> tuple[str, tuple[CrudeMessage, ...]] | None:
+        return self._by_key.get(key)
+
+
 class SqlStorageAdapter(abc.ABC):
     """Storage on a SQL database; subclasses supply ``setup``, ``aclose`` and
     the two ways of running steps."""
@@ -97,6 +118,10 @@ class SqlStorageAdapter(abc.ABC):
         self._sql = StatementCache(self.dialect_name, precompiled,
                                    verify=bool(os.environ.get(VERIFY_PRECOMPILED_ENV)))
         self._closed = False
+        #: Each row's messages as last written here: JSON text -> decoded lines.
+        self._sent = SentMessages()
+        #: The janitor's current purge window: (cutoff, end, spread, batches).
+        self._purge_window: tuple[int, int, int, int] = (0, 0, 20, 0)
 
     # -- what a backend provides -------------------------------------------------
     @abc.abstractmethod
@@ -237,8 +262,12 @@ class SqlStorageAdapter(abc.ABC):
             params.append(codec.capture_params(w, last_json))
             sent.append((last_json, last_clean))
 
+        remember = self._sent.remember
+
         def finish(rows: list[Any]) -> list[MemoryRecord]:
             # The JSON just sent comes back as is: its messages are not decoded again.
+            for w, s in zip(writes, sent, strict=True):
+                remember(w.key, s)
             return [codec.memory_from_row(r, key=w.key, sent_messages=s)
                     for r, w, s in zip(rows, writes, sent, strict=True)]
         return params, finish
@@ -251,7 +280,9 @@ class SqlStorageAdapter(abc.ABC):
             return finish(await self._write(steps))
         params = [codec.write_params(w) for w in writes]
         rows = await self._upsert_rows("write", write_upsert, params)
-        return [codec.memory_from_row(r, key=w.key) for r, w in zip(rows, writes, strict=True)]
+        known = self._sent.get
+        return [codec.memory_from_row(r, key=w.key, sent_messages=known(w.key))
+                for r, w in zip(rows, writes, strict=True)]
 
     def _write_memory_steps(self, writes: Sequence[MemoryWrite]) -> tuple[list[Step], Finish]:
         """Each upsert, followed by its revision and the trim when it has one, all
@@ -268,9 +299,13 @@ class SqlStorageAdapter(abc.ABC):
                 steps.append(Step(insert, note, Want.NOTHING))
                 steps.append(Step(trim, note, Want.NOTHING))
 
+        known = self._sent.get
+
         def finish(results: list[Any]) -> list[MemoryRecord]:
             rows = [r for r, s in zip(results, steps, strict=True) if s.sql is upsert]
-            return [codec.memory_from_row(r, key=w.key)
+            # A summary or category write leaves the row's lines as they were:
+            # when they are the ones last written here, they are not decoded again.
+            return [codec.memory_from_row(r, key=w.key, sent_messages=known(w.key))
                     for r, w in zip(rows, writes, strict=True)]
         return steps, finish
 
@@ -389,13 +424,37 @@ class SqlStorageAdapter(abc.ABC):
         return [codec.key_from_row(r) for r in rows]
 
     async def purge_older_than(self, cutoff_ms: int, *, batch_size: int) -> int:
+        """Delete at most ``batch_size`` rows older than ``cutoff_ms``, the lowest
+        ids of a window of the oldest rows first (see ``statements.purge``).
+
+        The last window is kept here as ``(cutoff_ms, end, spread, batches)``:
+        the next batches take the rest of its rows. ``spread`` is the window's
+        width in batches: from 20 (scattered old rows share pages within it)
+        it halves, down to 2, while windows last a single batch (old rows in
+        table order: the oldest rows already are neighbours, and sorting a
+        wide window would be wasted), and doubles back while they last longer.
+        """
         if batch_size < 1:
             raise ValidationError(f"batch_size must be at least 1, got {batch_size}",
                                   field="batch_size")
-        (deleted,) = await self._write([Step(self.statement("purge", lambda: st.purge()),
-                                             {"cutoff": cutoff_ms, "batch": batch_size},
-                                             Want.COUNT)])
-        return int(deleted)
+        last = self._purge_window
+        if last[0] != cutoff_ms:
+            last = (cutoff_ms, 0, 20, 0)
+        _, window_end, spread, batches = last
+        # Past 2000 rows, sorting the window costs more than the pages it saves.
+        window = max(batch_size, min(spread * batch_size, 2000))
+        (rows,) = await self._write([Step(self.statement("purge", lambda: st.purge()),
+                                          {"cutoff": cutoff_ms, "window_end": window_end,
+                                           "window": window, "batch": batch_size},
+                                          Want.ALL)])
+        newest = max((int(r[0]) for r in rows), default=-1)
+        if newest < window_end:  # a batch of the last window
+            self._purge_window = (cutoff_ms, window_end, spread, batches + 1)
+        elif len(rows) == batch_size:  # a new window, with rows left in it
+            if window_end:
+                spread = max(2, spread // 2) if batches == 1 else min(20, spread * 2)
+            self._purge_window = (cutoff_ms, min(cutoff_ms, newest + 1), spread, 1)
+        return len(rows)
 
 
     # -- privacy requests and inventory (optional capabilities) -----------------------

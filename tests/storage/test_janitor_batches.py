@@ -1,8 +1,19 @@
-"""Janitor batches shrink when they run long and grow back when they are quick."""
+"""Janitor batches shrink when they run long and grow back when they are quick,
+and the pause after a batch that ran long is as much longer."""
 
 from __future__ import annotations
 
-from stm_core.janitor import BatchSizer
+import asyncio
+
+import pytest
+
+from stm_core import janitor as janitor_module
+from stm_core.clock import ManualClock
+from stm_core.janitor import MAX_PAUSE_STRETCH, BatchSizer, pause_after
+from stm_core.settings import Settings
+from stm_core.storage.records import CaptureWrite, MemoryKey
+
+from .helpers import OpenStm
 
 
 def test_batches_shrink_over_budget_and_grow_back_within_bounds() -> None:
@@ -23,3 +34,70 @@ def test_a_small_maximum_is_never_exceeded() -> None:
     assert sizer.size == 5
     sizer.observe(0.0)
     assert sizer.size == 5
+
+
+def test_a_maximum_under_the_minimum_is_kept_when_shrinking() -> None:
+    sizer = BatchSizer(maximum=5, budget_s=0.004)
+    sizer.observe(0.050)
+    assert sizer.size == 5
+
+
+def test_the_pause_stretches_with_a_batch_over_budget_up_to_a_bound() -> None:
+    assert pause_after(0.001, pause_s=0.02, budget_s=0.003) == 0.02
+    assert pause_after(0.003, pause_s=0.02, budget_s=0.003) == 0.02
+    assert pause_after(0.009, pause_s=0.02, budget_s=0.003) == pytest.approx(0.06)
+    assert pause_after(10.0, pause_s=0.02, budget_s=0.003) == pytest.approx(
+        0.02 * MAX_PAUSE_STRETCH)
+    assert pause_after(0.009, pause_s=0.0, budget_s=0.003) == 0.0
+
+
+class SimulatedTime:
+    """Stands in for the janitor's ``time`` and ``asyncio``: batches cost
+    ``per_row_s`` a row of simulated time, pauses are recorded and not slept."""
+
+    def __init__(self, per_row_s: float) -> None:
+        self.now = 0.0
+        self.per_row_s = per_row_s
+        self.batches: list[tuple[int, float]] = []
+        self.pauses: list[float] = []
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        await asyncio.sleep(0)
+
+    def charge(self, adapter: object) -> None:
+        purge = adapter.purge_older_than  # type: ignore[attr-defined]
+
+        async def costed(cutoff_ms: int, *, batch_size: int) -> int:
+            deleted = int(await purge(cutoff_ms, batch_size=batch_size))
+            cost = max(deleted, 1) * self.per_row_s
+            self.now += cost
+            self.batches.append((deleted, cost))
+            return deleted
+
+        adapter.purge_older_than = costed  # type: ignore[attr-defined]
+
+
+async def test_batches_settle_within_their_budget_and_long_ones_pause_longer(
+        open_stm: OpenStm, sqlite_url: str, clock: ManualClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(janitor_batch_budget_ms=3, janitor_pause_ms=20)
+    simulated = SimulatedTime(per_row_s=0.0001)  # 100 rows: 10 ms
+    monkeypatch.setattr(janitor_module, "time", simulated)
+    monkeypatch.setattr(janitor_module, "asyncio", simulated)
+    async with open_stm(sqlite_url, settings=settings) as stm:
+        for first in range(0, 400, 100):
+            await stm.capture([CaptureWrite(key=MemoryKey.server("g1", f"c{n}", None),
+                                            messages=(), now_ms=clock.now_ms())
+                               for n in range(first, first + 100)])
+        clock.advance(ms=settings.retention_ms + 1)
+        simulated.charge(stm.adapter)
+        assert await stm.janitor.run_once() == 400
+    costs = [cost for rows, cost in simulated.batches if rows]
+    assert costs[0] > 0.003  # the first batch (100 rows) ran over: batches shrank
+    assert all(cost <= 0.003 for cost in costs[2:])
+    assert simulated.pauses[0] == pytest.approx(0.02 * costs[0] / 0.003)
+    assert all(p == pytest.approx(0.02) for p in simulated.pauses[2:])

@@ -1,0 +1,62 @@
+"""The memory writes of a successful ``update_short_term_memory`` call.
+
+The live row comes first (its cadence counter resets) and, in a guild, the
+triggering user's own copy follows (it feeds DM and cross-server recall). Both
+carry the model's revision note and the store's TTLs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stm_core.admin.history import revision_note
+from stm_core.models import Turn
+from stm_core.settings import Settings
+from stm_core.storage.records import MemoryKey, MemoryWrite, RevisionNote
+
+#: What every write under one ``Settings`` object shares: the settings it was
+#: derived from, the revision note, the crude and the summary TTL. Settings are
+#: frozen, so this holds as long as the store keeps that object; a store given
+#: other settings simply derives them again.
+_Shared = tuple[Settings, RevisionNote | None, int, int]
+_shared: _Shared | None = None
+
+
+def _shared_for(settings: Settings) -> _Shared:
+    global _shared
+    shared = _shared
+    if shared is None or shared[0] is not settings:
+        shared = _shared = (settings, revision_note(settings, "model"),
+                            settings.crude_ttl_ms, settings.summary_ttl_ms)
+    return shared
+
+
+def summary_writes(turn: Turn, settings: Settings, now_ms: int,
+                   summary: str) -> list[MemoryWrite]:
+    """The writes that set ``summary`` on the turn's rows."""
+    return _writes(turn, settings, now_ms, set_summary=True, summary=summary)
+
+
+def category_writes(turn: Turn, settings: Settings, now_ms: int,
+                    categories: dict[str, str]) -> list[MemoryWrite]:
+    """The writes that replace the turn's rows' categories with ``categories``."""
+    return _writes(turn, settings, now_ms, set_categories=True, categories=categories)
+
+
+def _writes(turn: Turn, settings: Settings, now_ms: int, **change: Any) -> list[MemoryWrite]:
+    _, note, crude_ttl, summary_ttl = _shared_for(settings)
+    return [MemoryWrite(key=key, now_ms=now_ms, revision=note, reset_counter=live,
+                        persona_lineage_id=turn.persona_lineage_id,
+                        parent_channel_id=turn.parent_channel_id,
+                        crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl, **change)
+            for key, live in _keys(turn)]
+
+
+def _keys(turn: Turn) -> tuple[tuple[MemoryKey, bool], ...]:
+    """``(key, is the live row)`` of each row the turn writes, the live row first."""
+    assert turn.user_id is not None  # the caller checked the turn is identifiable
+    user_key = MemoryKey.user(turn.user_id, turn.channel_id, turn.persona_id, turn.server_id)
+    if turn.server_id is None:
+        return ((user_key, True),)
+    return ((MemoryKey.server(turn.server_id, turn.channel_id, turn.persona_id), True),
+            (user_key, False))

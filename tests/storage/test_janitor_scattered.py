@@ -1,0 +1,222 @@
+"""The janitor on a scattered backlog, on real SQLite and PostgreSQL databases.
+
+The backlog's old rows are spread through the table and their ages do not
+follow the table's order, as when rows are written in place for months: the
+purge takes them in windows (see ``statements.purge``), so these tests check
+that every old row still goes, that nothing else does, and that a run cut off
+half-way leaves a database the next run finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sqlite3
+import sys
+from contextlib import AbstractAsyncContextManager
+
+import pytest
+
+from stm_core.clock import ManualClock, SystemClock
+from stm_core.settings import DAY_MS, Settings
+from stm_core.storage.protocol import StorageAdapter, StorageInventory
+from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey
+from stm_core.store import Stm, open_store
+from tests.reliability.support import ROOT, cache_problems, child_env
+
+from .helpers import OpenStm
+from .janitor_procs import JANITOR_SETTINGS, LIVE_SERVER, live_key
+
+#: Rows of the backlog server; every fifth one is fresh, the others are old.
+ROWS = 1500
+OLD_SERVER = "backlog"
+
+
+def is_old(n: int) -> bool:
+    return n % 5 != 0
+
+
+def backlog_key(n: int) -> MemoryKey:
+    return MemoryKey.server(OLD_SERVER, f"c{n}", None)
+
+
+def cutoff_now(settings: Settings) -> int:
+    return SystemClock().now_ms() - settings.retention_ms
+
+
+async def seed_backlog(adapter: StorageAdapter, rows: int = ROWS) -> int:
+    """Rows ``c0..`` in table order; the old ones' ages are a permutation of
+    their positions, so neighbours in age are far apart in the table.
+    Returns the cutoff (the default retention from now)."""
+    cutoff = cutoff_now(Settings())
+    old_base = cutoff - 30 * DAY_MS
+    for first in range(0, rows, 100):
+        await adapter.capture([
+            CaptureWrite(key=backlog_key(n), messages=(),
+                         now_ms=old_base + (n * 7919) % rows if is_old(n) else cutoff + DAY_MS)
+            for n in range(first, min(rows, first + 100))])
+    return cutoff
+
+
+async def stored_keys(adapter: StorageAdapter, server: str) -> set[MemoryKey]:
+    return {r.key for r in await adapter.list_memories(MemoryFilter(server_id=server))}
+
+
+def fresh_keys(rows: int = ROWS) -> set[MemoryKey]:
+    return {backlog_key(n) for n in range(rows) if not is_old(n)}
+
+
+async def old_left(adapter: StorageAdapter, cutoff: int) -> int:
+    assert isinstance(adapter, StorageInventory)
+    return await adapter.count_older_than(cutoff)
+
+
+def open_real(url: str, settings: Settings) -> AbstractAsyncContextManager[Stm]:
+    return open_store(url, settings=settings, clock=SystemClock(), load_entrypoints=False)
+
+
+async def child(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.storage.janitor_procs", *args, cwd=ROOT, env=child_env(),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def read_line(proc: asyncio.subprocess.Process, timeout: float = 60) -> str:
+    assert proc.stdout is not None
+    line = (await asyncio.wait_for(proc.stdout.readline(), timeout)).decode().strip()
+    if not line:
+        assert proc.stderr is not None
+        raise AssertionError(f"the child ended: {(await proc.stderr.read()).decode()[-3000:]}")
+    return line
+
+
+async def finish(proc: asyncio.subprocess.Process) -> str:
+    line = await read_line(proc, timeout=120)
+    assert line.startswith("done "), line
+    assert await proc.wait() == 0
+    return line
+
+
+def sqlite_path(url: str) -> str | None:
+    return url.split(":///", 1)[1] if url.startswith("sqlite") else None
+
+
+# -- the whole backlog goes, and only it ----------------------------------------------------
+async def test_a_scattered_backlog_goes_while_other_processes_write(db_url: str) -> None:
+    settings = Settings(janitor_batch_size=25, janitor_pause_ms=1)
+    writers_turns = 300
+    async with open_real(db_url, settings) as stm:
+        cutoff = await seed_backlog(stm.adapter)
+        writers = [await child("write", db_url, tag, str(writers_turns)) for tag in ("a", "b")]
+        for proc in writers:
+            assert await read_line(proc) == "ready"
+        deleted = await stm.janitor.run_once()
+        for proc in writers:
+            await finish(proc)
+        assert deleted == sum(1 for n in range(ROWS) if is_old(n))
+        assert await old_left(stm.adapter, cutoff) == 0
+        assert await stored_keys(stm.adapter, OLD_SERVER) == fresh_keys()
+        assert await stored_keys(stm.adapter, LIVE_SERVER) == {
+            live_key(tag, n) for tag in ("a", "b") for n in range(writers_turns)}
+
+
+async def test_every_batch_counts_exactly_and_zero_means_none_left(db_url: str) -> None:
+    async with open_real(db_url, Settings()) as stm:
+        adapter = stm.adapter
+        cutoff = await seed_backlog(adapter)
+        sizes = [7, 50, 3, 120, 1]  # the janitor's sizer changes the size between batches
+        counts: list[int] = []
+        while not counts or counts[-1]:
+            size = sizes[len(counts) % len(sizes)]
+            counts.append(await adapter.purge_older_than(cutoff, batch_size=size))
+            assert 0 <= counts[-1] <= size
+            if counts[-1] == 0:
+                assert await old_left(adapter, cutoff) == 0
+        assert sum(counts) == sum(1 for n in range(ROWS) if is_old(n))
+        assert await stored_keys(adapter, OLD_SERVER) == fresh_keys()
+
+
+async def test_rows_touched_during_a_run_stay(db_url: str) -> None:
+    async with open_real(db_url, Settings()) as stm:
+        adapter = stm.adapter
+        cutoff = await seed_backlog(adapter)
+        first = await adapter.purge_older_than(cutoff, batch_size=10)  # opens a window
+        assert first == 10
+        left = sorted(k.channel_id for k in await stored_keys(adapter, OLD_SERVER))
+        old = [c for c in left if is_old(int(c[1:]))]
+        touched = {MemoryKey.server(OLD_SERVER, c, None) for c in old[:: len(old) // 8]}
+        await adapter.capture([CaptureWrite(key=k, messages=(), now_ms=cutoff + 1)
+                               for k in touched])
+        while await adapter.purge_older_than(cutoff, batch_size=10):
+            pass
+        assert await stored_keys(adapter, OLD_SERVER) == fresh_keys() | touched
+
+
+async def test_a_purge_with_another_cutoff_keeps_to_it(db_url: str) -> None:
+    async with open_real(db_url, Settings()) as stm:
+        adapter = stm.adapter
+        cutoff = await seed_backlog(adapter)
+        assert await adapter.purge_older_than(cutoff, batch_size=10) == 10  # opens a window
+        # Inside the window just opened (its 200 oldest rows): ~1 old row in 20 is older.
+        earlier = cutoff - 30 * DAY_MS + ROWS // 20
+        kept = {r.key for r in await adapter.list_memories(MemoryFilter(server_id=OLD_SERVER))
+                if r.updated_at_ms >= earlier}
+        while await adapter.purge_older_than(earlier, batch_size=10):
+            pass
+        assert await old_left(adapter, earlier) == 0
+        assert await stored_keys(adapter, OLD_SERVER) == kept
+
+
+# -- a run cut off half-way -------------------------------------------------------------------
+async def test_a_killed_janitor_leaves_a_database_the_next_run_finishes(db_url: str) -> None:
+    async with open_real(db_url, Settings()) as stm:
+        cutoff = await seed_backlog(stm.adapter)
+    proc = await child("janitor", db_url)
+    assert await read_line(proc) == "ready"
+    for _ in range(3):
+        assert (await read_line(proc)).startswith("batch ")
+    os.kill(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+    path = sqlite_path(db_url)
+    if path is not None:
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    async with open_real(db_url, JANITOR_SETTINGS) as stm:
+        adapter = stm.adapter
+        left = await old_left(adapter, cutoff)
+        assert 0 < left < sum(1 for n in range(ROWS) if is_old(n))
+        assert fresh_keys() <= await stored_keys(adapter, OLD_SERVER)
+        assert await stm.janitor.run_once() == left
+        assert await stored_keys(adapter, OLD_SERVER) == fresh_keys()
+
+
+async def test_a_stopped_run_says_so_and_the_cache_stays_true(
+        db_url: str, open_stm: OpenStm, clock: ManualClock,
+        caplog: pytest.LogCaptureFixture) -> None:
+    settings = Settings(janitor_batch_size=10, janitor_pause_ms=50)
+    async with open_stm(db_url, settings=settings) as stm:
+        await stm.server_memories(OLD_SERVER)  # cached: it takes the rows written next
+        for first in range(0, 200, 50):
+            await stm.capture([CaptureWrite(key=backlog_key(n), messages=(),
+                                            now_ms=clock.now_ms() + n)
+                               for n in range(first, first + 50)])
+        clock.advance(ms=settings.retention_ms + 100)
+        cutoff = clock.now_ms() - settings.retention_ms
+        batches: list[int] = []
+        run = asyncio.create_task(stm.janitor.run_once(progress=batches.append))
+        while len(batches) < 2:
+            await asyncio.sleep(0.005)
+        with caplog.at_level(logging.WARNING, logger="stm.janitor"):
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+        assert any("stopped after deleting" in r.getMessage() for r in caplog.records)
+        assert await cache_problems(stm) == []
+        assert 0 < await old_left(stm.adapter, cutoff) < 100
+        await stm.server_memories(OLD_SERVER)
+        await stm.janitor.run_once()
+        assert await old_left(stm.adapter, cutoff) == 0
+        assert await cache_problems(stm) == []
