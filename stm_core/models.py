@@ -208,6 +208,25 @@ class CrudeMessage:
     author_id: str | None = None
 
 
+_new_object = object.__new__
+_set_field = object.__setattr__
+
+
+def crude_line(role: Literal["user", "model"], content: str, speaker_name: str | None,
+               timestamp_ms: int, author_id: str | None = None) -> CrudeMessage:
+    """``CrudeMessage(...)`` without the keyword ``__init__`` attrs generates:
+    the same object (the class has no validators, converters or hooks), in
+    about half the time. Every turn stores ten lines, and loading a row
+    decodes them."""
+    line = _new_object(CrudeMessage)
+    _set_field(line, "role", role)
+    _set_field(line, "content", content)
+    _set_field(line, "speaker_name", speaker_name)
+    _set_field(line, "timestamp_ms", timestamp_ms)
+    _set_field(line, "author_id", author_id)
+    return line
+
+
 @attrs.frozen(kw_only=True)
 class ToolResult:
     """What ``apply_tool_call`` returns; hand ``message`` to the model."""

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from stm_core.errors import StmError, StorageError
-from stm_core.models import CrudeMessage, HistoryMessage, PersonaResponse, RecordResult, Turn
+from stm_core.models import (
+    CrudeMessage,
+    HistoryMessage,
+    PersonaResponse,
+    RecordResult,
+    Turn,
+    crude_line,
+)
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.truncation import LINE_TRUNCATION_MARK, cut
 
@@ -44,6 +51,37 @@ def clean_content(text: str, annotations: re.Pattern[str] | None,
     return text
 
 
+class CleanedLines:
+    """What :func:`clean_content` made of each line text seen lately.
+
+    A channel's window moves by a line or two a turn, so most of the lines a
+    turn stores were cleaned on the turns before. Valid for one annotation
+    pattern and one length limit (a change of either starts over); bounded,
+    it starts over when full.
+    """
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._memo: tuple[tuple[re.Pattern[str] | None, int | None], dict[str, str]] = (
+            (None, None), {})
+
+    def for_turn(self, annotations: re.Pattern[str] | None,
+                 max_length: int | None) -> dict[str, str]:
+        """The memo to use with ``annotations`` and ``max_length``. The pair is
+        replaced as one object, so stores in other threads never share a memo
+        made for other settings."""
+        made_with, cleaned = self._memo
+        if made_with != (annotations, max_length) or len(cleaned) >= self.LIMIT:
+            cleaned = {}
+            self._memo = ((annotations, max_length), cleaned)
+        return cleaned
+
+
+#: One per process: the texts are the same whatever store records them.
+_cleaned_lines = CleanedLines()
+
+
 def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[PersonaResponse],
                    *, annotations: re.Pattern[str] | None, now_ms: int,
                    keep: int, max_length: int | None = None) -> tuple[CrudeMessage, ...]:
@@ -54,28 +92,30 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
     Walks from the newest message back and stops once ``keep`` lines are
     found, so a long history window costs no more than a short one.
     """
+    cleaned = _cleaned_lines.for_turn(annotations, max_length)
     newest_first: list[CrudeMessage] = []
     for response in reversed(responses):
         if len(newest_first) == keep:
             break
-        content = clean_content(response.content, annotations, max_length)
+        text = response.content
+        content = cleaned.get(text)
+        if content is None:
+            content = cleaned[text] = clean_content(text, annotations, max_length)
         if content:
-            newest_first.append(CrudeMessage(role="model", content=content,
-                                             speaker_name=response.persona_name,
-                                             timestamp_ms=now_ms))
+            newest_first.append(crude_line("model", content, response.persona_name, now_ms))
     for message in reversed(history):
         if len(newest_first) == keep:
             break
         author = message.author_type
         if author == "other":
             continue
-        content = clean_content(message.content, annotations, max_length)
+        text = message.content
+        content = cleaned.get(text)
+        if content is None:
+            content = cleaned[text] = clean_content(text, annotations, max_length)
         if content:
-            newest_first.append(CrudeMessage(role="user" if author == "user" else "model",
-                                             content=content,
-                                             speaker_name=message.speaker_name,
-                                             timestamp_ms=now_ms,
-                                             author_id=message.author_id))
+            newest_first.append(crude_line("user" if author == "user" else "model", content,
+                                           message.speaker_name, now_ms, message.author_id))
     newest_first.reverse()
     return tuple(newest_first)
 

@@ -14,7 +14,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from stm_core.errors import ValidationError
-from stm_core.models import CrudeMessage
+from stm_core.models import CrudeMessage, crude_line
 from stm_core.storage.records import (
     CaptureWrite,
     CategoryRecord,
@@ -94,37 +94,52 @@ def encode_messages(messages: Sequence[CrudeMessage]) -> str:
     This runs on every turn: each line is written straight from its fields
     (strings escaped by the json module's own C function) in one loop,
     instead of through a dict per line and the general encoder, about twice
-    as fast. A field of an unexpected type takes the general encoder."""
+    as fast. A line's text around its timestamp is remembered (a channel
+    stores mostly the lines of its previous turns again). A field of an
+    unexpected type takes the general encoder."""
     if not messages:
         return "[]"
-    quote = _quote
+    pieces = _LINE_PIECES
+    if len(pieces) >= _LINE_PIECES_LIMIT:
+        pieces.clear()
     lines = []
     for m in messages:
-        speaker, author, at = m.speaker_name, m.author_id, m.timestamp_ms
+        at = m.timestamp_ms
         if type(at) is not int:  # a bool or a float is written differently
             return _encode([_message_fields(m) for m in messages])
         try:
-            head = (f'{{"role":{_ROLES.get(m.role) or quote(m.role)},"content":'
-                    f'{quote(m.content)},"speaker_name":'
-                    f'{"null" if speaker is None else quote(speaker)},"timestamp_ms":{at}')
-            lines.append(head + "}" if author is None
-                         else f'{head},"{AUTHOR_FIELD}":{quote(author)}}}')
+            fields = (m.role, m.content, m.speaker_name, m.author_id)
+            around = pieces.get(fields)
+            if around is None:
+                around = pieces[fields] = _line_pieces(*fields)
         except TypeError:  # a field that is not a string
             return _encode([_message_fields(m) for m in messages])
+        lines.append(f"{around[0]}{at}{around[1]}")
     return "[" + ",".join(lines) + "]"
+
+
+def _line_pieces(role: str, content: str, speaker: str | None,
+                 author: str | None) -> tuple[str, str]:
+    """A line's JSON before and after its timestamp."""
+    quote = _quote
+    head = (f'{{"role":{_ROLES.get(role) or quote(role)},"content":{quote(content)},'
+            f'"speaker_name":{"null" if speaker is None else quote(speaker)},"timestamp_ms":')
+    return head, ("}" if author is None else f',"{AUTHOR_FIELD}":{quote(author)}}}')
 
 
 #: The two roles as JSON strings (escaping them again on every line is work).
 _ROLES = {"user": '"user"', "model": '"model"'}
+#: (role, content, speaker, author) -> the line's JSON around its timestamp.
+_LINE_PIECES: dict[tuple[str, str, str | None, str | None], tuple[str, str]] = {}
+_LINE_PIECES_LIMIT = 4096
 
 
 def decode_messages(text: str) -> tuple[CrudeMessage, ...]:
     if text == "[]":
         return ()
     # Lines stored before authors were kept have no author field.
-    return tuple(CrudeMessage(role=m["role"], content=m["content"],
-                              speaker_name=m.get("speaker_name"),
-                              timestamp_ms=m["timestamp_ms"], author_id=m.get(AUTHOR_FIELD))
+    return tuple(crude_line(m["role"], m["content"], m.get("speaker_name"),
+                            m["timestamp_ms"], m.get(AUTHOR_FIELD))
                  for m in _decode(text))
 
 

@@ -42,3 +42,31 @@ def test_fields_of_unexpected_types_are_still_encoded_as_json_encodes_them() -> 
            CrudeMessage(role="model", content="y", speaker_name=7,  # type: ignore[arg-type]
                         timestamp_ms=2))
     assert codec.encode_messages(odd) == reference(odd)
+
+
+def test_a_line_seen_before_is_encoded_again_with_the_new_turns_time() -> None:
+    first = (CrudeMessage(role="user", content="hi", speaker_name="Ann", timestamp_ms=1,
+                          author_id="7"),
+             CrudeMessage(role="model", content="hello", speaker_name="Bot", timestamp_ms=1))
+    later = tuple(CrudeMessage(role=m.role, content=m.content, speaker_name=m.speaker_name,
+                               timestamp_ms=2_000, author_id=m.author_id) for m in first)
+    assert codec.encode_messages(first) == reference(first)
+    assert codec.encode_messages(later) == reference(later)
+    # Another author or speaker on the same text is another line.
+    other = (CrudeMessage(role="user", content="hi", speaker_name="Bea", timestamp_ms=3,
+                          author_id="8"),)
+    assert codec.encode_messages(other) == reference(other)
+
+
+def test_an_unhashable_field_takes_the_general_encoder() -> None:
+    odd = (CrudeMessage(role="user", content=["a", "list"],  # type: ignore[arg-type]
+                        speaker_name=None, timestamp_ms=1),)
+    assert codec.encode_messages(odd) == reference(odd)
+
+
+def test_the_remembered_lines_stay_bounded() -> None:
+    for n in range(codec._LINE_PIECES_LIMIT + 10):
+        line = (CrudeMessage(role="user", content=f"line {n}", speaker_name=None,
+                             timestamp_ms=n),)
+        assert codec.encode_messages(line) == reference(line)
+    assert len(codec._LINE_PIECES) <= codec._LINE_PIECES_LIMIT
