@@ -379,7 +379,8 @@ def _cli_section(r: dict[str, Any]) -> list[str]:
         return []
     imp = c["imports"]
     return ["", "## Command start-up", "",
-            f"`{c['command']}`, median of {c['runs']} runs of the installed command: "
+            f"`{c['command']}`, median of {c['runs']} runs of the command installed "
+            f"({c.get('install', 'beside the bench interpreter')}): "
             f"{_fmt(r.get('cli_startup_ms'))} ms (min {_fmt(c['min_ms'])}, max "
             f"{_fmt(c['max_ms'])}); a bare `python -c pass` interleaved with it: "
             f"{_fmt(r.get('cli_python_floor_ms'))} ms. CPU time (user + system) of the "

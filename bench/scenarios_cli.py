@@ -1,12 +1,18 @@
 """``cli_startup_ms``: wall time of ``stm server params show`` on a SQLite file.
 
 An operator's command is mostly start-up: the interpreter, then the imports,
-then one small read. The installed ``stm`` command is run again and again on a
-database created first (warm OS cache, bytecode already written), interleaved
-with a bare ``python -c pass`` so the interpreter's own share is visible
-(``cli_python_floor_ms``). One more run under ``python -X importtime`` names
-the packages that cost the most to import (self time summed per top-level
-package) and says whether SQLAlchemy was imported at all.
+then one small read. The command timed is the one operators run: stm built
+as a wheel and installed (bytecode compiled, as pip does) into a virtual
+environment of its own, whose dependencies come from this interpreter's
+environment through a ``.pth`` line. A development checkout's editable
+install would add its import hook to every start (pathlib, importlib.util).
+It runs again and again on a database created first (warm OS cache),
+interleaved with a bare ``python -c pass`` of the same environment so the
+interpreter's own share is visible (``cli_python_floor_ms``). One more run
+under ``python -X importtime`` names the packages that cost the most to
+import (self time summed per top-level package) and says whether SQLAlchemy
+was imported at all. A ``tiny`` run (the smoke test) times the command beside
+this interpreter instead and says so (``cli_startup.install``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -41,6 +48,34 @@ def stm_command() -> list[str]:
     return [found]
 
 
+#: The project's root (what the wheel is built from).
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wheel_command(workdir: Path) -> tuple[list[str], str]:
+    """``stm`` installed from a freshly built wheel into a virtual environment
+    under ``workdir`` (its dependencies are this environment's), and that
+    environment's python."""
+    wheels, venv = workdir / "wheel", workdir / "cli-venv"
+    _quiet([sys.executable, "-m", "pip", "wheel", "--no-deps",
+            "-w", str(wheels), str(ROOT)])
+    (wheel,) = wheels.glob("stm_core-*.whl")
+    _quiet([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    python = venv / "bin" / "python"
+    _quiet([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+            str(wheel)])
+    purelib = _quiet([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
+    # The dependencies: this environment's packages, after the wheel's own.
+    Path(purelib, "_stm_bench_dependencies.pth").write_text(
+        sysconfig.get_path("purelib") + "\n")
+    return [str(venv / "bin" / "stm")], str(python)
+
+
+def _quiet(argv: list[str]) -> str:
+    """Run ``argv``; its standard output, stripped (raises when it fails)."""
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("STM_VERIFY_PRECOMPILED_SQL", None)  # a test-suite check, not what users run
@@ -63,10 +98,10 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return (time.perf_counter() - start) * 1000, (_children_cpu_s() - cpu) * 1000
 
 
-def import_offenders(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+def import_offenders(argv: list[str], env: dict[str, str], python: str) -> dict[str, Any]:
     """``-X importtime`` of one run: self time per top-level package, largest first."""
     script = argv[0]
-    out = subprocess.run([sys.executable, "-X", "importtime", script, *argv[1:]], env=env,
+    out = subprocess.run([python, "-X", "importtime", script, *argv[1:]], env=env,
                          check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True).stderr
     per_package: dict[str, int] = defaultdict(int)
@@ -87,13 +122,18 @@ def import_offenders(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
 
 async def run(cfg: RunConfig) -> dict[str, Any]:
     db = cfg.workdir / "cli.db"
-    base = [*stm_command(), "--db", f"sqlite:///{db}"]
+    if cfg.name == "tiny":
+        command, python, install = stm_command(), sys.executable, "beside this interpreter"
+    else:
+        command, python = wheel_command(cfg.workdir)
+        install = "wheel, in a virtual environment of its own"
+    base = [*command, "--db", f"sqlite:///{db}"]
     env = _env()
     subprocess.run([*base, "db", "upgrade"], env=env, check=True, capture_output=True)
     subprocess.run([*base, "server", "params", "set", SERVER, "--cadence", "7"], env=env,
                    check=True, capture_output=True)
     show = [*base, "server", "params", "show", SERVER]
-    floor = [sys.executable, "-c", "pass"]
+    floor = [python, "-c", "pass"]
     runs = {"full": 40, "quick": 15}.get(cfg.name, 3)
     for _ in range(2):  # bytecode written, file in the OS cache
         _run(show, env)
@@ -108,6 +148,7 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
         "cli_startup_cpu_ms": round(statistics.median(cpu for _, cpu in stm), 1),
         "cli_python_floor_cpu_ms": round(statistics.median(cpu for _, cpu in floor_runs), 1),
         "cli_startup": {"runs": runs, "command": "stm server params show (SQLite)",
+                        "install": install,
                         "min_ms": round(min(stm_ms), 1), "max_ms": round(max(stm_ms), 1),
-                        "imports": import_offenders(show, env)},
+                        "imports": import_offenders(show, env, python)},
     }
