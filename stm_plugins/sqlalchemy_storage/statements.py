@@ -238,7 +238,11 @@ def purge() -> ClauseElement:
               .order_by(oldest.c.updated_at_ms).limit(b("window")).subquery("candidates"))
     lowest = sa.select(window.c.id).order_by(window.c.id).limit(b("batch"))
     m = memories.c
-    return sa.delete(memories).where(m.id.in_(lowest)).returning(m.updated_at_ms)
+    # The cutoff again on the row deleted: a writer that touched the row while
+    # this waited for its lock made it fresh, and PostgreSQL re-checks these
+    # conditions (not the subquery) on the row's new version.
+    return (sa.delete(memories).where(m.id.in_(lowest), m.updated_at_ms < b("cutoff"))
+            .returning(m.updated_at_ms))
 
 
 def count_rows() -> ClauseElement:

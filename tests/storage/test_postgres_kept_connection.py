@@ -229,3 +229,28 @@ async def test_closing_waits_for_the_call_on_the_kept_connection(pg_url: str) ->
             "SELECT turns_since_refresh FROM stm_memories WHERE scope_kind = 'server' "
             "AND server_id = $1 AND channel_id = $2", ROW.server_id, ROW.channel_id)
         assert stored == 2
+
+
+async def test_a_row_a_writer_freshens_while_the_purge_waits_for_it_is_kept(
+        pg_url: str) -> None:
+    """The janitor picks an old row, a turn writes it meanwhile (holding its
+    lock until it commits): the delete re-checks the row's new time and keeps
+    the memory the turn just wrote."""
+    async with adapter_on(pg_url, factory=lambda: pg_adapter(pg_url)) as adapter, \
+            admin_on(pg_url) as admin:
+        assert isinstance(adapter, PostgresAdapter)
+        await adapter.capture(turn("c1", now=1_000))  # old: both rows of the turn
+        cutoff, fresh = 10_000, 20_000
+        async with admin.transaction():
+            await admin.execute(
+                "UPDATE stm_memories SET updated_at_ms = $1 WHERE scope_kind = 'server' "
+                "AND server_id = $2 AND channel_id = $3", fresh, ROW.server_id,
+                ROW.channel_id)
+            purge = asyncio.ensure_future(adapter.purge_older_than(cutoff, batch_size=10))
+            conn = kept(adapter)
+            assert conn is not None
+            await started_waiting(admin, conn.get_server_pid())
+        # Only the user's copy, which nobody touched, is gone.
+        assert await purge == 1
+        record = await adapter.get_memory(ROW)
+        assert record is not None and record.updated_at_ms == fresh
