@@ -12,8 +12,11 @@ budget by as much as it ran over. Turns pay for the janitor twice: waiting
 behind a batch, and later, for the WAL checkpoints its deletes make due (on
 SQLite, each costs the writer a few fsyncs). Both grow with the share of time
 the janitor holds the writer, which the stretched pause keeps near
-budget / (budget + pause) even while batches run long (a slow disk, a busy
-writer).
+budget / (budget + pause) even while batches run long (a slow disk, a large
+table). A batch's time is the time it held the database, as the adapter
+measured it (``TimedPurge``): waiting behind turn writes for SQLite's one
+writer is not the janitor's cost, and counting it would shrink its batches
+and stretch its pauses the busier the bot is.
 
 Afterwards the cache drops every row older than the cutoff: it must never
 hold a row the database no longer has. A run that stopped half-way (failed,
@@ -31,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from stm_core import telemetry
 from stm_core.errors import StorageError
-from stm_core.storage.protocol import StorageInventory
+from stm_core.storage.protocol import StorageInventory, TimedPurge
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -68,6 +71,13 @@ def pause_after(elapsed_s: float, *, pause_s: float, budget_s: float) -> float:
     """The pause after a batch that took ``elapsed_s``: ``pause_s``, times how
     many budgets the batch took (at least 1, at most ``MAX_PAUSE_STRETCH``)."""
     return pause_s * min(MAX_PAUSE_STRETCH, max(1.0, elapsed_s / budget_s))
+
+
+def held_for(adapter: object, wall_s: float) -> float:
+    """How long the batch just run held the database: what the adapter
+    measured (``TimedPurge``), else the call's wall time."""
+    held = adapter.last_purge_seconds if isinstance(adapter, TimedPurge) else None
+    return wall_s if held is None else held
 
 
 def _drop_views_older_than(cache: MemoryCache, cutoff_ms: int) -> None:
@@ -122,11 +132,12 @@ class Janitor:
         sizer = BatchSizer(maximum=settings.janitor_batch_size, budget_s=budget_s)
         total = batches = 0
         finished = False
+        adapter = self.stm.adapter
         try:
             while True:
                 started = time.perf_counter()
-                deleted = await self.stm.adapter.purge_older_than(cutoff, batch_size=sizer.size)
-                elapsed = time.perf_counter() - started
+                deleted = await adapter.purge_older_than(cutoff, batch_size=sizer.size)
+                elapsed = held_for(adapter, time.perf_counter() - started)
                 sizer.observe(elapsed)
                 if deleted == 0:
                     finished = True

@@ -193,6 +193,18 @@ class StorageInventory(Protocol):
         ...
 
 
+@runtime_checkable
+class TimedPurge(Protocol):
+    """Optional capability: how long the last ``purge_older_than`` batch held
+    the database itself, without the time it waited behind other writes
+    (queued for SQLite's one writer, say). The janitor sizes and paces its
+    batches by it; without it, by each call's wall time, so other writes'
+    work would make its batches smaller and its pauses longer."""
+
+    #: Seconds; ``None`` before the first batch.
+    last_purge_seconds: float | None
+
+
 class Subscription(Protocol):
     """A live connection receiving other processes' change notices."""
 

@@ -15,7 +15,8 @@ Subclass :class:`StorageAdapterConformance` in a test module and provide an
             await a.aclose()
 
 Adapters with the optional :class:`~stm_core.storage.protocol.MemoryHistory`
-capability also subclass :class:`MemoryHistoryConformance`.
+capability also subclass :class:`MemoryHistoryConformance`; likewise
+:class:`UserErasureConformance` and :class:`TimedPurgeConformance`.
 
 The tests are ``async def``: run them with pytest-asyncio in auto mode
 (``asyncio_mode = "auto"`` in the pytest configuration), or mark the class
@@ -26,6 +27,7 @@ clock is needed.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +41,7 @@ from stm_core.storage.protocol import (
     MemoryHistory,
     StorageAdapter,
     StorageInventory,
+    TimedPurge,
     UserErasure,
 )
 from stm_core.storage.records import (
@@ -676,6 +679,28 @@ def authored(*lines: tuple[str | None, str], at: int = NOW) -> tuple[CrudeMessag
     return tuple(CrudeMessage(role="user", content=text, speaker_name=author,
                               timestamp_ms=at + i, author_id=author)
                  for i, (author, text) in enumerate(lines))
+
+
+class TimedPurgeConformance:
+    """The optional :class:`~stm_core.storage.protocol.TimedPurge` capability:
+    each purge batch says how long it held the database. Mix it into the test
+    class of an adapter that offers it."""
+
+    async def test_offers_the_capability(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, TimedPurge)
+        assert adapter.last_purge_seconds is None  # no batch yet
+
+    async def test_every_batch_is_timed_even_an_empty_one(self, adapter: Any) -> None:
+        cutoff = NOW - 90 * 24 * HOUR
+        await adapter.capture([CaptureWrite(key=server_key(f"old{i}"), messages=(),
+                                            now_ms=cutoff - 1 - i) for i in range(5)])
+        for expected in (5, 0):
+            started = time.perf_counter()
+            assert await adapter.purge_older_than(cutoff, batch_size=10) == expected
+            wall = time.perf_counter() - started
+            held = adapter.last_purge_seconds
+            assert isinstance(held, float)
+            assert 0 <= held <= wall
 
 
 class UserErasureConformance:

@@ -302,6 +302,30 @@ class SqliteAdapter(SqlStorageAdapter):
                 "stm.storage.write", attributes=self._span_attributes(steps, operation)):
             return await self.writer.run(job, steps, report=tell)
 
+    async def _timed_purge(self, step: Step) -> tuple[list[Any], float]:
+        """The purge on the writer thread, timed there: a batch queued behind
+        turn writes held the writer only while it ran."""
+        held = 0.0
+
+        def job(conn: sqlite3.Connection, steps: list[Step]) -> list[Any]:
+            nonlocal held
+            started = time.perf_counter()
+            try:
+                return run_steps(conn, steps)
+            finally:
+                held = time.perf_counter() - started
+
+        self._count_write()
+        tracer = telemetry.tracer()
+        if tracer is None:
+            (rows,) = await self.writer.run(job, [step])
+        else:
+            with tracer.start_as_current_span(
+                    "stm.storage.write",
+                    attributes=self._span_attributes([step], "purge_older_than")):
+                (rows,) = await self.writer.run(job, [step])
+        return rows, held
+
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on the reader once the WAL has grown."""
         if self.reader is None or self.target.path is None or (

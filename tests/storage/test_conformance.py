@@ -14,6 +14,7 @@ from stm_core.storage.protocol import StorageAdapter
 from stm_core.testing.conformance import (
     MemoryHistoryConformance,
     StorageAdapterConformance,
+    TimedPurgeConformance,
     UserErasureConformance,
 )
 
@@ -36,7 +37,7 @@ class TestMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance,
 
 
 class TestSqliteFileAdapter(StorageAdapterConformance, MemoryHistoryConformance,
-                        UserErasureConformance):
+                        UserErasureConformance, TimedPurgeConformance):
     @pytest.fixture
     async def adapter(self, tmp_path: Path) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter(f"sqlite+aiosqlite:///{tmp_path / 'stm.db'}")
@@ -45,7 +46,7 @@ class TestSqliteFileAdapter(StorageAdapterConformance, MemoryHistoryConformance,
 
 
 class TestSqliteInMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance,
-                        UserErasureConformance):
+                        UserErasureConformance, TimedPurgeConformance):
     @pytest.fixture
     async def adapter(self) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter("sqlite+aiosqlite:///:memory:")
@@ -54,7 +55,7 @@ class TestSqliteInMemoryAdapter(StorageAdapterConformance, MemoryHistoryConforma
 
 
 class TestPostgresAdapter(StorageAdapterConformance, MemoryHistoryConformance,
-                        UserErasureConformance):
+                        UserErasureConformance, TimedPurgeConformance):
     @pytest.fixture
     async def adapter(self, pg_url: str) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter(pg_url)

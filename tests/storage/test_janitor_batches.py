@@ -55,9 +55,11 @@ class SimulatedTime:
     """Stands in for the janitor's ``time`` and ``asyncio``: batches cost
     ``per_row_s`` a row of simulated time, pauses are recorded and not slept."""
 
-    def __init__(self, per_row_s: float) -> None:
+    def __init__(self, per_row_s: float, queued_s: float = 0.0) -> None:
         self.now = 0.0
         self.per_row_s = per_row_s
+        #: Each batch also waits this long behind other writes (wall time only).
+        self.queued_s = queued_s
         self.batches: list[tuple[int, float]] = []
         self.pauses: list[float] = []
 
@@ -74,7 +76,8 @@ class SimulatedTime:
         async def costed(cutoff_ms: int, *, batch_size: int) -> int:
             deleted = int(await purge(cutoff_ms, batch_size=batch_size))
             cost = max(deleted, 1) * self.per_row_s
-            self.now += cost
+            self.now += self.queued_s + cost
+            adapter.last_purge_seconds = cost  # type: ignore[attr-defined]
             self.batches.append((deleted, cost))
             return deleted
 
@@ -101,3 +104,37 @@ async def test_batches_settle_within_their_budget_and_long_ones_pause_longer(
     assert all(cost <= 0.003 for cost in costs[2:])
     assert simulated.pauses[0] == pytest.approx(0.02 * costs[0] / 0.003)
     assert all(p == pytest.approx(0.02) for p in simulated.pauses[2:])
+
+
+async def test_time_spent_queued_behind_other_writes_does_not_shrink_batches(
+        open_stm: OpenStm, sqlite_url: str, clock: ManualClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each batch waits 50 ms behind turn writes (a busy writer) but holds the
+    database 1 ms: batches stay whole and pauses stay plain."""
+    settings = Settings(janitor_batch_budget_ms=3, janitor_pause_ms=20, janitor_batch_size=50)
+    simulated = SimulatedTime(per_row_s=0.00002, queued_s=0.050)
+    monkeypatch.setattr(janitor_module, "time", simulated)
+    monkeypatch.setattr(janitor_module, "asyncio", simulated)
+    async with open_stm(sqlite_url, settings=settings) as stm:
+        await stm.capture([CaptureWrite(key=MemoryKey.server("g1", f"c{n}", None),
+                                        messages=(), now_ms=clock.now_ms())
+                           for n in range(200)])
+        clock.advance(ms=settings.retention_ms + 1)
+        simulated.charge(stm.adapter)
+        assert await stm.janitor.run_once() == 200
+    assert [rows for rows, _ in simulated.batches] == [50, 50, 50, 50, 0]
+    assert all(p == pytest.approx(0.02) for p in simulated.pauses)
+
+
+async def test_an_adapter_that_does_not_time_its_purge_is_paced_by_wall_time() -> None:
+    class Untimed:
+        pass
+
+    class Timed:
+        last_purge_seconds: float | None = None
+
+    assert janitor_module.held_for(Untimed(), 0.5) == 0.5
+    assert janitor_module.held_for(Timed(), 0.5) == 0.5  # no batch timed yet
+    timed = Timed()
+    timed.last_purge_seconds = 0.001
+    assert janitor_module.held_for(timed, 0.5) == 0.001

@@ -15,7 +15,9 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +26,7 @@ from stm_core.settings import DAY_MS, Settings
 from stm_core.storage.protocol import StorageAdapter, StorageInventory
 from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey
 from stm_core.store import Stm, open_store
+from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
 from tests.reliability.support import ROOT, cache_problems, child_env
 
 from .helpers import OpenStm
@@ -220,3 +223,23 @@ async def test_a_stopped_run_says_so_and_the_cache_stays_true(
         await stm.janitor.run_once()
         assert await old_left(stm.adapter, cutoff) == 0
         assert await cache_problems(stm) == []
+
+
+async def test_sqlite_times_a_purge_batch_without_its_wait_behind_other_writes(
+        tmp_path: Path) -> None:
+    """A batch queued behind a slow write held SQLite's writer only while it ran."""
+    url = f"sqlite:///{tmp_path / 'timed.db'}"
+    async with open_real(url, Settings()) as stm:
+        adapter = stm.adapter
+        assert isinstance(adapter, SqliteAdapter)
+        cutoff = await seed_backlog(adapter, 200)
+        slow = asyncio.ensure_future(adapter.writer.run(lambda conn, _: time.sleep(0.2), None))
+        await asyncio.sleep(0.05)  # the slow job holds the writer now
+        started = time.perf_counter()
+        deleted = await adapter.purge_older_than(cutoff, batch_size=20)
+        wall = time.perf_counter() - started
+        await slow
+        assert deleted == 20
+        assert wall >= 0.1
+        assert adapter.last_purge_seconds is not None
+        assert 0 < adapter.last_purge_seconds < 0.1
