@@ -430,35 +430,47 @@ class SqlStorageAdapter(abc.ABC):
         """Delete at most ``batch_size`` rows older than ``cutoff_ms``, the lowest
         ids of a window of the oldest rows first (see ``statements.purge``).
 
-        The last window is kept here as ``(cutoff_ms, end, spread, batches)``:
-        the next batches take the rest of its rows. ``spread`` is the window's
-        width in batches: from 20 (scattered old rows share pages within it)
-        it halves, down to 2, while windows last a single batch (old rows in
-        table order: the oldest rows already are neighbours, and sorting a
-        wide window would be wasted), and doubles back while they last longer.
+        A window is opened by a batch that leaves rows in it; it is kept here
+        as ``(cutoff_ms, end, spread, batches)``, and the next batches take
+        the rest of its rows, those older than ``end``, until one finds fewer
+        than it may delete. ``spread`` is the window's width in batches: from
+        20 (scattered old rows share pages within it) it halves, down to 2,
+        while windows last a single batch (old rows in table order: the
+        oldest rows already are neighbours, and sorting a wide window would
+        be wasted), and doubles back while they last longer. Returns 0 only
+        when no row older than ``cutoff_ms`` is left.
         """
         if batch_size < 1:
             raise ValidationError(f"batch_size must be at least 1, got {batch_size}",
                                   field="batch_size")
-        last = self._purge_window
-        if last[0] != cutoff_ms:
-            last = (cutoff_ms, 0, 20, 0)
-        _, window_end, spread, batches = last
-        # Past 2000 rows, sorting the window costs more than the pages it saves.
-        window = max(batch_size, min(spread * batch_size, 2000))
-        rows, self.last_purge_seconds = await self._timed_purge(
-            Step(self.statement("purge", lambda: st.purge()),
-                 {"cutoff": cutoff_ms, "window_end": window_end, "window": window,
-                  "batch": batch_size}, Want.ALL))
-        newest = max((int(r[0]) for r in rows), default=-1)
-        if newest < window_end:  # a batch of the last window
-            self._purge_window = (cutoff_ms, window_end, spread, batches + 1)
-        elif len(rows) == batch_size:  # a new window, with rows left in it
-            if window_end:
-                spread = max(2, spread // 2) if batches == 1 else min(20, spread * 2)
-            self._purge_window = (cutoff_ms, min(cutoff_ms, newest + 1), spread, 1)
+        _, window_end, spread, batches = (
+            self._purge_window if self._purge_window[0] == cutoff_ms else (cutoff_ms, 0, 20, 0))
+        statement = self.statement("purge", lambda: st.purge())
+        held = 0.0
+        while True:
+            # Past 2000 rows, sorting the window costs more than the pages it saves.
+            window = max(batch_size, min(spread * batch_size, 2000))
+            rows, seconds = await self._timed_purge(
+                Step(statement, {"cutoff": cutoff_ms, "bound": window_end or cutoff_ms,
+                                 "window": window, "batch": batch_size}, Want.ALL))
+            held += seconds
+            if not window_end:  # a new window
+                if len(rows) == batch_size:  # with rows left in it
+                    newest = max(int(r[0]) for r in rows)
+                    window_end, batches = min(cutoff_ms, newest + 1), 1
+                break
+            if len(rows) == batch_size:  # more of the open window
+                batches += 1
+                break
+            # The window ran out: the next batch opens another, one as wide as
+            # this one was worth. An empty end of a window is no answer yet.
+            spread = max(2, spread // 2) if batches == 1 else min(20, spread * 2)
+            window_end = batches = 0
+            if rows:
+                break
+        self._purge_window = (cutoff_ms, window_end, spread, batches)
+        self.last_purge_seconds = held
         return len(rows)
-
 
     async def _timed_purge(self, step: Step) -> tuple[list[Any], float]:
         """The purge step's rows, and how long it held the database: here the

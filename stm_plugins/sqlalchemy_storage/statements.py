@@ -38,7 +38,7 @@ _EMPTY_TEXT = sa.literal_column("''", sa.Text)
 _TYPES: dict[str, Any] = {
     "now": sa.BigInteger(), "crude_ttl": sa.BigInteger(), "summary_ttl": sa.BigInteger(),
     "cutoff": sa.BigInteger(), "since": sa.BigInteger(), "batch": sa.Integer(),
-    "window_end": sa.BigInteger(), "window": sa.Integer(),
+    "bound": sa.BigInteger(), "window": sa.Integer(),
     "inc": sa.Integer(), "reset": sa.Integer(), "set_summary": sa.Integer(),
     "set_categories": sa.Integer(), "clear_messages": sa.Integer(), "rev": sa.BigInteger(),
     "restored_from": sa.BigInteger(), "keep": sa.Integer(),
@@ -218,23 +218,19 @@ def delete_server_rows() -> ClauseElement:
 
 def purge() -> ClauseElement:
     """At most ``batch`` rows older than ``cutoff``: the lowest ids among the
-    ``window`` oldest; returns the ``updated_at_ms`` of each row it deleted.
+    ``window`` oldest rows older than ``bound``; returns the ``updated_at_ms``
+    of each row it deleted.
 
     Rows next to each other in time order can be far apart in the table (old
     rows scattered through it): deleting the oldest ``batch`` touches a table
     page, and a page of each key index, per row. The lowest ids of a wider
-    window of old rows share pages. ``window_end`` keeps later batches on the
-    same window until it is empty: while rows older than it are left only they
-    are candidates, otherwise (``0``: no window yet) every row older than
-    ``cutoff`` is. Both windows are ranges of the updated_at index.
+    window of old rows share pages. ``bound`` (at most ``cutoff``) keeps later
+    batches on the same window; it is a range of the updated_at index, so a
+    batch reads at most ``window`` entries of it.
     """
     b = _Binds()
-    oldest, left = memories.alias("oldest"), memories.alias("window_left")
-    window_left = sa.select(left.c.id).where(left.c.updated_at_ms < b("window_end")).exists()
-    bound = sa.case((window_left, b("window_end")), else_=b("cutoff"))
-    # ``cutoff`` also bounds a window: a stale ``window_end`` deletes nothing newer.
-    window = (sa.select(oldest.c.id).where(oldest.c.updated_at_ms < b("cutoff"),
-                                           oldest.c.updated_at_ms < bound)
+    oldest = memories.alias("oldest")
+    window = (sa.select(oldest.c.id).where(oldest.c.updated_at_ms < b("bound"))
               .order_by(oldest.c.updated_at_ms).limit(b("window")).subquery("candidates"))
     lowest = sa.select(window.c.id).order_by(window.c.id).limit(b("batch"))
     m = memories.c

@@ -243,3 +243,35 @@ async def test_sqlite_times_a_purge_batch_without_its_wait_behind_other_writes(
         assert wall >= 0.1
         assert adapter.last_purge_seconds is not None
         assert 0 < adapter.last_purge_seconds < 0.1
+
+
+async def sqlite_steps_per_batch(tmp_path: Path, rows: int) -> int:
+    """The most SQLite VM steps (in thousands) one purge batch of 20 took, over
+    a scattered backlog of ``rows`` old rows purged to the end."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    url = f"sqlite:///{tmp_path / f'steps{rows}.db'}"
+    async with open_real(url, Settings()) as stm:
+        adapter = stm.adapter
+        assert isinstance(adapter, SqliteAdapter)
+        cutoff = await seed_backlog(adapter, rows)
+        await adapter.writer.run(lambda conn, _: conn.set_progress_handler(count, 1000), None)
+        most = 0
+        while True:
+            steps[0] = 0
+            if await adapter.purge_older_than(cutoff, batch_size=20) == 0:
+                return most
+            most = max(most, steps[0])
+
+
+async def test_a_batch_reads_no_more_of_a_large_backlog_than_of_a_small_one(
+        tmp_path: Path) -> None:
+    """A batch reads its window, not the backlog: ten times the old rows, about
+    the same work per batch (a window's last batch once scanned every old row)."""
+    small = await sqlite_steps_per_batch(tmp_path, 1_500)
+    large = await sqlite_steps_per_batch(tmp_path, 15_000)
+    assert large <= 2 * small + 5, (small, large)
