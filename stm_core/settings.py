@@ -24,7 +24,7 @@ STM_CACHE_MAX_ROWS_PER_VIEW                     1000    newest rows (and absent 
 STM_JANITOR_INTERVAL_HOURS                      24      time between janitor runs
 STM_JANITOR_BATCH_SIZE                          1000    most rows deleted per janitor batch
 STM_JANITOR_BATCH_BUDGET_MS                     3       batches shrink to stay under this long
-STM_JANITOR_PAUSE_MS                            20      pause between batches, so turns never stall
+STM_JANITOR_PAUSE_MS                            40      pause between batches, so turns never stall
 STM_SQLITE_SYNCHRONOUS                          NORMAL  SQLite ``synchronous`` (NORMAL or FULL)
 STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce writes, hear others'
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
@@ -253,7 +253,7 @@ class Settings:
     cache_max_rows_per_view: int = attrs.field(default=1000, validator=_in_range)
     janitor_interval_hours: float = attrs.field(default=24.0, validator=_in_range)
     janitor_batch_size: int = attrs.field(default=1000, validator=_in_range)
-    janitor_pause_ms: int = attrs.field(default=20, validator=_in_range)
+    janitor_pause_ms: int = attrs.field(default=40, validator=_in_range)
     janitor_batch_budget_ms: float = attrs.field(default=3.0, validator=_in_range)
     sqlite_synchronous: str = attrs.field(default="NORMAL", validator=_in_range)
     #: On PostgreSQL, every write NOTIFYs what it changed and the store LISTENs
