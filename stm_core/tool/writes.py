@@ -14,21 +14,18 @@ from stm_core.models import Turn
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey, MemoryWrite, RevisionNote
 
-#: What every write under one ``Settings`` object shares: the settings it was
-#: derived from, the revision note, the crude and the summary TTL. Settings are
-#: frozen, so this holds as long as the store keeps that object; a store given
-#: other settings simply derives them again.
-_Shared = tuple[Settings, RevisionNote | None, int, int]
-_shared: _Shared | None = None
+#: The model's revision note under one ``Settings`` object (the TTLs are
+#: cached by the settings themselves). Settings are frozen, so the note holds
+#: while the store keeps that object; other settings derive it again.
+_note: tuple[Settings, RevisionNote | None] | None = None
 
 
-def _shared_for(settings: Settings) -> _Shared:
-    global _shared
-    shared = _shared
-    if shared is None or shared[0] is not settings:
-        shared = _shared = (settings, revision_note(settings, "model"),
-                            settings.crude_ttl_ms, settings.summary_ttl_ms)
-    return shared
+def _model_note(settings: Settings) -> RevisionNote | None:
+    global _note
+    known = _note
+    if known is None or known[0] is not settings:
+        known = _note = (settings, revision_note(settings, "model"))
+    return known[1]
 
 
 def summary_writes(turn: Turn, settings: Settings, now_ms: int,
@@ -44,11 +41,12 @@ def category_writes(turn: Turn, settings: Settings, now_ms: int,
 
 
 def _writes(turn: Turn, settings: Settings, now_ms: int, **change: Any) -> list[MemoryWrite]:
-    _, note, crude_ttl, summary_ttl = _shared_for(settings)
+    note = _model_note(settings)
     return [MemoryWrite(key=key, now_ms=now_ms, revision=note, reset_counter=live,
                         persona_lineage_id=turn.persona_lineage_id,
                         parent_channel_id=turn.parent_channel_id,
-                        crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl, **change)
+                        crude_ttl_ms=settings.crude_ttl_ms,
+                        summary_ttl_ms=settings.summary_ttl_ms, **change)
             for key, live in _keys(turn)]
 
 
