@@ -33,8 +33,8 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from stm_core import telemetry
 from stm_core.errors import ConfigurationError
@@ -58,6 +58,8 @@ from stm_plugins.sqlalchemy_storage.sqlite_precompiled import (
 )
 from stm_plugins.sqlalchemy_storage.sqlite_worker import Report, SqliteWorker, is_busy
 from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
+
+T = TypeVar("T")
 
 log = logging.getLogger("stm.storage.sqlite")
 
@@ -293,14 +295,8 @@ class SqliteAdapter(SqlStorageAdapter):
             # In the writer thread: a record that cannot be built fails its write.
             return finish(run_steps(conn, steps))
 
-        tell = None if report is None else _teller(report)
-        self._count_write()
-        tracer = telemetry.tracer()
-        if tracer is None:
-            return await self.writer.run(job, steps, report=tell)
-        with tracer.start_as_current_span(
-                "stm.storage.write", attributes=self._span_attributes(steps, operation)):
-            return await self.writer.run(job, steps, report=tell)
+        return await self._on_writer(job, steps, operation,
+                                     None if report is None else _teller(report))
 
     async def _timed_purge(self, step: Step) -> tuple[list[Any], float]:
         """The purge on the writer thread, timed there: a batch queued behind
@@ -315,16 +311,20 @@ class SqliteAdapter(SqlStorageAdapter):
             finally:
                 held = time.perf_counter() - started
 
+        (rows,) = await self._on_writer(job, [step], "purge_older_than")
+        return rows, held
+
+    async def _on_writer(self, job: Callable[[sqlite3.Connection, list[Step]], T],
+                         steps: list[Step], operation: str, report: Report | None = None) -> T:
+        """``job`` on the writer thread, counted for the checkpoint policy and
+        inside a write span while tracing."""
         self._count_write()
         tracer = telemetry.tracer()
         if tracer is None:
-            (rows,) = await self.writer.run(job, [step])
-        else:
-            with tracer.start_as_current_span(
-                    "stm.storage.write",
-                    attributes=self._span_attributes([step], "purge_older_than")):
-                (rows,) = await self.writer.run(job, [step])
-        return rows, held
+            return await self.writer.run(job, steps, report=report)
+        with tracer.start_as_current_span(
+                "stm.storage.write", attributes=self._span_attributes(steps, operation)):
+            return await self.writer.run(job, steps, report=report)
 
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on the reader once the WAL has grown."""
