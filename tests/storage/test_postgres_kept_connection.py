@@ -55,6 +55,17 @@ async def admin_on(pg_url: str) -> AsyncIterator[asyncpg.Connection]:
 
 
 @asynccontextmanager
+async def adapter_and_admin(pg_url: str, settings: Settings = FAST
+                            ) -> AsyncIterator[tuple[PostgresAdapter, asyncpg.Connection]]:
+    """A set-up adapter on the test's schema and a plain connection of the
+    test's own."""
+    async with adapter_on(pg_url, factory=lambda: pg_adapter(pg_url, settings)) as adapter, \
+            admin_on(pg_url) as admin:
+        assert isinstance(adapter, PostgresAdapter)
+        yield adapter, admin
+
+
+@asynccontextmanager
 async def row_locked(admin: asyncpg.Connection) -> AsyncIterator[None]:
     """``ROW`` locked by ``admin`` until the block ends: writes to it wait."""
     async with admin.transaction():
@@ -102,9 +113,7 @@ async def test_calls_one_after_another_share_one_kept_connection(pg_url: str) ->
 
 
 async def test_a_kept_connection_the_server_ended_fails_at_most_one_call(pg_url: str) -> None:
-    async with adapter_on(pg_url, factory=lambda: pg_adapter(pg_url)) as adapter, \
-            admin_on(pg_url) as admin:
-        assert isinstance(adapter, PostgresAdapter)
+    async with adapter_and_admin(pg_url) as (adapter, admin):
         await adapter.capture(turn("c1"))
         for _ in range(3):
             pid = kept(adapter).get_server_pid()
@@ -124,9 +133,7 @@ async def test_a_kept_connection_the_server_ended_fails_at_most_one_call(pg_url:
 
 
 async def test_a_statement_that_hangs_on_the_kept_connection_times_out(pg_url: str) -> None:
-    async with adapter_on(pg_url, factory=lambda: pg_adapter(pg_url)) as adapter, \
-            admin_on(pg_url) as admin:
-        assert isinstance(adapter, PostgresAdapter)
+    async with adapter_and_admin(pg_url) as (adapter, admin):
         await adapter.capture(turn("c1"))
         before = kept(adapter)
         pid = before.get_server_pid()
@@ -145,9 +152,7 @@ async def test_a_statement_that_hangs_on_the_kept_connection_times_out(pg_url: s
 async def test_a_kept_connection_lost_in_the_middle_of_a_write_is_a_storage_error(
         pg_url: str) -> None:
     settings = Settings(db_timeout_seconds=10.0, cross_process_invalidation=False)
-    async with adapter_on(pg_url, factory=lambda: pg_adapter(pg_url, settings)) as adapter, \
-            admin_on(pg_url) as admin:
-        assert isinstance(adapter, PostgresAdapter)
+    async with adapter_and_admin(pg_url, settings) as (adapter, admin):
         await adapter.capture(turn("c1"))
         pid = kept(adapter).get_server_pid()
         async with row_locked(admin):
@@ -177,9 +182,7 @@ async def test_concurrent_callers_all_get_a_connection(pg_url: str, pool_max: in
 
 async def test_a_cancelled_caller_gives_the_kept_connection_back(pg_url: str) -> None:
     settings = Settings(db_timeout_seconds=10.0, cross_process_invalidation=False)
-    async with adapter_on(pg_url, factory=lambda: pg_adapter(pg_url, settings)) as adapter, \
-            admin_on(pg_url) as admin:
-        assert isinstance(adapter, PostgresAdapter)
+    async with adapter_and_admin(pg_url, settings) as (adapter, admin):
         await adapter.capture(turn("c1"))
         before = kept(adapter)
         async with row_locked(admin):
@@ -236,9 +239,7 @@ async def test_a_row_a_writer_freshens_while_the_purge_waits_for_it_is_kept(
     """The janitor picks an old row, a turn writes it meanwhile (holding its
     lock until it commits): the delete re-checks the row's new time and keeps
     the memory the turn just wrote."""
-    async with adapter_on(pg_url, factory=lambda: pg_adapter(pg_url)) as adapter, \
-            admin_on(pg_url) as admin:
-        assert isinstance(adapter, PostgresAdapter)
+    async with adapter_and_admin(pg_url) as (adapter, admin):
         await adapter.capture(turn("c1", now=1_000))  # old: both rows of the turn
         cutoff, fresh = 10_000, 20_000
         async with admin.transaction():
