@@ -125,6 +125,31 @@ async def test_a_scattered_backlog_goes_while_other_processes_write(db_url: str)
             live_key(tag, n) for tag in ("a", "b") for n in range(writers_turns)}
 
 
+async def test_janitors_of_several_processes_share_a_backlog_and_delete_it_once(
+        db_url: str) -> None:
+    """Three janitor processes at once, each with its own windows, beside a
+    writer: every old row goes, counted once in all, and nothing else."""
+    async with open_real(db_url, Settings()) as stm:
+        cutoff = await seed_backlog(stm.adapter)
+        writer = await child("write", db_url, "w", "300")
+        janitors = [await child("janitor", db_url) for _ in range(3)]
+        for proc in (writer, *janitors):
+            assert await read_line(proc) == "ready"
+        totals = []
+        for proc in janitors:
+            while (line := await read_line(proc, timeout=120)).startswith("batch "):
+                pass
+            assert line.startswith("done "), line
+            assert await proc.wait() == 0
+            totals.append(int(line.split()[1]))
+        await finish(writer)
+        assert sum(totals) == sum(1 for n in range(ROWS) if is_old(n))
+        assert await old_left(stm.adapter, cutoff) == 0
+        assert await stored_keys(stm.adapter, OLD_SERVER) == fresh_keys()
+        assert await stored_keys(stm.adapter, LIVE_SERVER) == {
+            live_key("w", n) for n in range(300)}
+
+
 async def test_every_batch_counts_exactly_and_zero_means_none_left(db_url: str) -> None:
     async with open_real(db_url, Settings()) as stm:
         adapter = stm.adapter
