@@ -102,8 +102,11 @@ class Run:
     seen: dict[int, float] = attrs.field(factory=dict)
     listener_changes: list[tuple[float, bool]] = attrs.field(factory=list)
 
-    def failed(self, op: str, types: list[str], exc: BaseException | None = None) -> None:
-        self.failures.append({"op": op, "t": time.time(), "types": types})
+    def failed(self, op: str, started: float, types: list[str],
+               exc: BaseException | None = None) -> None:
+        """A call that began at ``started`` failed now (both kept: a call caught
+        in an outage may fail only once the database is back)."""
+        self.failures.append({"op": op, "t0": started, "t": time.time(), "types": types})
         if exc is not None and (detail := foreign(exc)) is not None:
             self.caught.foreign.append(detail)
 
@@ -120,32 +123,34 @@ class Run:
                                       speaker_name="u")]
             shared = Turn(user_id=f"u-{tag}", channel_id=SHARED_CHANNEL,
                           server_id=LOAD_SERVER, persona_id=SHARED_PERSONA, has_tools=True)
+            started = time.time()
             try:
                 recorded = await stm.record_turn(shared, history, [PersonaResponse(
                     persona_id=SHARED_PERSONA, persona_name="Shared", content=f"re {tag}")])
                 self.acked["turn"].append([recorded.counters[SHARED_PERSONA], time.time()])
             except Exception as exc:
-                self.failed("record_turn", [error_type(exc)], exc)
+                self.failed("record_turn", started, [error_type(exc)], exc)
             own = Turn(user_id=f"u-{tag}", channel_id="tools", server_id=own_server(n),
                        persona_id=f"t-{i}", has_tools=True)
-            before = len(self.caught.types)
+            before, started = len(self.caught.types), time.time()
             result = await stm.apply_tool_call(own, {"summary": f"tool {tag}"})
             if result.ok:
                 self.acked["tool"].append([i, time.time()])
             else:
-                self.failed("apply_tool_call", self.logged_types(before))
+                self.failed("apply_tool_call", started, self.logged_types(before))
             if i % 3 == 0:
+                started = time.time()
                 try:
                     await stm.admin.edit_memory(channel_id="admin", persona_id=f"a-{i}",
                                                 server_id=own_server(n),
                                                 summary=f"admin {tag}")
                     self.acked["admin"].append([i, time.time()])
                 except Exception as exc:
-                    self.failed("edit_memory", [error_type(exc)], exc)
-            before = len(self.caught.types)
+                    self.failed("edit_memory", started, [error_type(exc)], exc)
+            before, started = len(self.caught.types), time.time()
             ctx = await stm.build_context(shared)
             if len(self.caught.types) > before or ctx == StmContext.error_fallback():
-                self.failed("build_context", self.logged_types(before))
+                self.failed("build_context", started, self.logged_types(before))
             await asyncio.sleep(STEP_PAUSE_S)
 
     async def write_probe(self) -> None:
@@ -157,7 +162,7 @@ class Run:
                                                  summary=f"version <v{k}>")
                 self.acked["probe"].append([k, t0])
             except Exception as exc:
-                self.failed("probe edit_memory", [error_type(exc)], exc)
+                self.failed("probe edit_memory", t0, [error_type(exc)], exc)
             k += 1
             await asyncio.sleep(PROBE_GAP_S)
 
