@@ -24,6 +24,7 @@ from stm_core.models import (
     crude_line,
 )
 from stm_core.storage.records import CaptureWrite, MemoryKey
+from stm_core.text_memo import TextMemo
 from stm_core.truncation import LINE_TRUNCATION_MARK, cut
 
 if TYPE_CHECKING:
@@ -56,24 +57,23 @@ class CleanedLines:
 
     A channel's window moves by a line or two a turn, so most of the lines a
     turn stores were cleaned on the turns before. Valid for one annotation
-    pattern and one length limit (a change of either starts over); bounded,
+    pattern and one length limit (a change of either starts over); bounded
+    by entries and by characters (:class:`~stm_core.text_memo.TextMemo`),
     it starts over when full.
     """
 
-    LIMIT = 4096
-
     def __init__(self) -> None:
-        self._memo: tuple[tuple[re.Pattern[str] | None, int | None], dict[str, str]] = (
-            (None, None), {})
+        self._memo: tuple[tuple[re.Pattern[str] | None, int | None], TextMemo[str, str]] = (
+            (None, None), TextMemo())
 
     def for_turn(self, annotations: re.Pattern[str] | None,
-                 max_length: int | None) -> dict[str, str]:
+                 max_length: int | None) -> TextMemo[str, str]:
         """The memo to use with ``annotations`` and ``max_length``. The pair is
         replaced as one object, so stores in other threads never share a memo
         made for other settings."""
         made_with, cleaned = self._memo
-        if made_with != (annotations, max_length) or len(cleaned) >= self.LIMIT:
-            cleaned = {}
+        if made_with != (annotations, max_length) or cleaned.full():
+            cleaned = TextMemo()
             self._memo = ((annotations, max_length), cleaned)
         return cleaned
 
@@ -100,7 +100,8 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
         text = response.content
         content = cleaned.get(text)
         if content is None:
-            content = cleaned[text] = clean_content(text, annotations, max_length)
+            content = clean_content(text, annotations, max_length)
+            cleaned.remember(text, content, len(text) + len(content))
         if content:
             newest_first.append(crude_line("model", content, response.persona_name, now_ms))
     for message in reversed(history):
@@ -112,7 +113,8 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
         text = message.content
         content = cleaned.get(text)
         if content is None:
-            content = cleaned[text] = clean_content(text, annotations, max_length)
+            content = clean_content(text, annotations, max_length)
+            cleaned.remember(text, content, len(text) + len(content))
         if content:
             newest_first.append(crude_line("user" if author == "user" else "model", content,
                                            message.speaker_name, now_ms, message.author_id))

@@ -28,6 +28,7 @@ from stm_core.storage.records import (
     memory_key,
 )
 from stm_core.storage.validation import channel_id_set
+from stm_core.text_memo import TextMemo
 
 # Compact, UTF-8 kept as is; built once (json.dumps with options builds one per call).
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -100,7 +101,7 @@ def encode_messages(messages: Sequence[CrudeMessage]) -> str:
     if not messages:
         return "[]"
     pieces = _LINE_PIECES
-    if len(pieces) >= _LINE_PIECES_LIMIT:
+    if pieces.full():
         pieces.clear()
     lines = []
     for m in messages:
@@ -111,7 +112,8 @@ def encode_messages(messages: Sequence[CrudeMessage]) -> str:
             fields = (m.role, m.content, m.speaker_name, m.author_id)
             around = pieces.get(fields)
             if around is None:
-                around = pieces[fields] = _line_pieces(*fields)
+                around = _line_pieces(*fields)
+                pieces.remember(fields, around, len(m.content) + len(around[0]) + len(around[1]))
         except TypeError:  # a field that is not a string
             return _encode([_message_fields(m) for m in messages])
         lines.append(f"{around[0]}{at}{around[1]}")
@@ -130,8 +132,8 @@ def _line_pieces(role: str, content: str, speaker: str | None,
 #: The two roles as JSON strings (escaping them again on every line is work).
 _ROLES = {"user": '"user"', "model": '"model"'}
 #: (role, content, speaker, author) -> the line's JSON around its timestamp.
-_LINE_PIECES: dict[tuple[str, str, str | None, str | None], tuple[str, str]] = {}
-_LINE_PIECES_LIMIT = 4096
+#: Bounded by entries and by characters (the host's texts can be long).
+_LINE_PIECES: TextMemo[tuple[str, str, str | None, str | None], tuple[str, str]] = TextMemo()
 
 
 def decode_messages(text: str) -> tuple[CrudeMessage, ...]:

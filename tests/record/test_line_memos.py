@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import threading
+import tracemalloc
 
 import attrs
 
+from stm_core import text_memo
 from stm_core.models import CrudeMessage, HistoryMessage, PersonaResponse, crude_line
 from stm_core.record import CleanedLines, clean_content, crude_messages
 
@@ -59,12 +61,42 @@ def test_a_text_cleaned_under_one_pattern_is_cleaned_again_under_another() -> No
 def test_the_memo_is_bounded_and_each_caller_gets_one_made_for_its_settings() -> None:
     lines = CleanedLines()
     memo = lines.for_turn(None, None)
-    memo.update({str(n): str(n) for n in range(CleanedLines.LIMIT)})
+    for n in range(text_memo.MAX_ENTRIES):
+        memo.remember(str(n), str(n), 2)
     fresh = lines.for_turn(None, None)
     assert fresh is not memo and not fresh
     pattern = re.compile("x")
     assert lines.for_turn(pattern, None) is not fresh
     assert lines.for_turn(pattern, None) is lines.for_turn(pattern, None)
+
+
+def test_long_texts_do_not_pin_memory() -> None:
+    # 300 distinct history texts of 100,000 characters (stored cut to 1,000):
+    # 30 MB if each were remembered.
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(300):
+            stored = crude_messages(window(f"{n:03}" + "x" * 100_000), REPLY,
+                                    annotations=None, now_ms=n, keep=10, max_length=1000)
+            assert len(stored[0].content) == 1000
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 3 * text_memo.MAX_CHARS, held
+
+
+def test_a_full_memo_keeps_nothing_more_and_one_huge_text_never_fills_it() -> None:
+    memo: text_memo.TextMemo[str, str] = text_memo.TextMemo(max_entries=3, max_chars=100)
+    memo.remember("huge", "x", 101)
+    assert memo == {} and not memo.full()
+    memo.remember("a", "1", 60)
+    memo.remember("b", "2", 60)
+    assert memo.full() and memo.chars == 120
+    memo.remember("c", "3", 1)
+    assert "c" not in memo
+    memo.clear()
+    assert memo.chars == 0 and not memo.full()
 
 
 def test_stores_in_other_threads_with_other_settings_never_mix_their_lines() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
+from stm_core import text_memo
 from stm_core.models import CrudeMessage
 from stm_plugins.sqlalchemy_storage import codec
 
@@ -65,8 +67,23 @@ def test_an_unhashable_field_takes_the_general_encoder() -> None:
 
 
 def test_the_remembered_lines_stay_bounded() -> None:
-    for n in range(codec._LINE_PIECES_LIMIT + 10):
+    for n in range(text_memo.MAX_ENTRIES + 10):
         line = (CrudeMessage(role="user", content=f"line {n}", speaker_name=None,
                              timestamp_ms=n),)
         assert codec.encode_messages(line) == reference(line)
-    assert len(codec._LINE_PIECES) <= codec._LINE_PIECES_LIMIT
+    assert len(codec._LINE_PIECES) <= text_memo.MAX_ENTRIES
+
+
+def test_long_lines_do_not_pin_memory() -> None:
+    # 300 distinct lines of 100,000 characters: 30 MB if each were remembered.
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(300):
+            line = (CrudeMessage(role="user", content=f"{n:03}" + "x" * 100_000,
+                                 speaker_name=None, timestamp_ms=n),)
+            assert codec.encode_messages(line).startswith('[{"role":"user"')
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 3 * text_memo.MAX_CHARS, held
