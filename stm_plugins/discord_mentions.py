@@ -19,6 +19,7 @@ from hookspecs import hookimpl
 from stm_core.mention_names import channel_label, role_label
 from stm_core.models import Turn
 from stm_core.plugin_types import MentionConverter
+from stm_core.text_memo import TextMemo
 
 _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/[\w@]+/(\d+)(?:/\d+)?")
 #: ``<@id>``, ``<@!id>``, ``<#id>`` and ``<@&id>`` in one pass.
@@ -47,9 +48,10 @@ _converted: tuple[Turn | None, dict[str, str]] = (None, {})
 #: text comes back turn after turn (an other-channel block while those
 #: channels are quiet, the nudge, a same-channel memory between writes), and
 #: is converted again only when one of its mentions reads differently.
-_recent: dict[str, tuple[str, _Mentions]] = {}
-#: Texts remembered before the memo starts over (bounds its memory).
+#: Bounded by entries and by characters: with the prompt budget off a block
+#: can be long.
 RECENT_TEXTS = 256
+_recent: TextMemo[str, tuple[str, _Mentions]] = TextMemo(max_entries=RECENT_TEXTS)
 
 
 def convert_discord_mentions(text: str, turn: Turn) -> str:
@@ -83,9 +85,9 @@ def convert_discord_mentions(text: str, turn: Turn) -> str:
             return out
 
         converted = _MENTION.sub(mention, converted)
-    if len(_recent) >= RECENT_TEXTS:
+    if _recent.full():
         _recent.clear()
-    _recent[text] = (converted, tuple(found.values()))
+    _recent.remember(text, (converted, tuple(found.values())), len(text) + len(converted))
     return converted
 
 

@@ -3,9 +3,12 @@ reads differently: the Discord converter remembers its texts across turns."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stm_core import text_memo
 from stm_core.models import Turn
 from stm_plugins import discord_mentions
 from stm_plugins.discord_mentions import convert_discord_mentions
@@ -57,6 +60,20 @@ def test_the_memo_is_bounded() -> None:
     for n in range(discord_mentions.RECENT_TEXTS * 2):
         convert_discord_mentions(f"<@42> #{n}", turn())
     assert len(discord_mentions._recent) <= discord_mentions.RECENT_TEXTS
+
+
+def test_long_blocks_do_not_pin_memory() -> None:
+    # 100 distinct blocks of 200,000 characters (the budget off): 40 MB if kept.
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(100):
+            text = f"<@42> {n:03}" + "x" * 200_000
+            assert convert_discord_mentions(text, turn()).startswith("Alice ")
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 3 * text_memo.MAX_CHARS, held
 
 
 NAMES = st.dictionaries(st.sampled_from(["42", "43", "44"]), st.sampled_from(["A", "B", "A B"]))
