@@ -111,9 +111,9 @@ class LRU(Generic[K, V]):
         return iter(list(self._data.values()))
 
 
-#: Rows an out-of-order write lifts to find its place; past that the view is
-#: rebuilt around it (bounded by ``max_rows``, and writes arrive nearly in order).
-_LIFT_LIMIT = 32
+#: Rows an out-of-order write lifts one by one before it searches for its
+#: place (about where the search's copy of the key list starts to cost less).
+_LIFT_LIMIT = 24
 
 
 class BoundedKeySet(Generic[K]):
@@ -193,27 +193,26 @@ class MemoryView:
 
     def _place(self, record: MemoryRecord) -> None:
         """Insert before every row as new or newer: at the end for the usual
-        write, lifting the few newer rows for one that finished out of order."""
+        write; for one that finished out of order, the newer rows are taken
+        off the end and put back after it (a dict cannot insert in the
+        middle). A few are lifted one by one; past ``_LIFT_LIMIT`` their
+        number is found by a binary search over the keys, so a write far out
+        of order (a process whose clock is behind) puts back only the rows
+        newer than it, never the whole view."""
         records = self.records
         at = record.updated_at_ms
         lifted: list[tuple[MemoryKey, MemoryRecord]] = []
         while records and records[next(reversed(records))].updated_at_ms >= at:
             if len(lifted) == _LIFT_LIMIT:
-                for key, row in reversed(lifted):
-                    records[key] = row
-                self._rebuild_with(record)
-                return
+                keys = list(records)
+                newer = len(keys) - bisect_left(keys, at,
+                                                key=lambda k: records[k].updated_at_ms)
+                lifted += [records.popitem() for _ in range(newer)]
+                break
             lifted.append(records.popitem())
         records[record.key] = record
-        for key, row in reversed(lifted):
-            records[key] = row
-
-    def _rebuild_with(self, record: MemoryRecord) -> None:
-        items = list(self.records.items())
-        at = bisect_left([r.updated_at_ms for _k, r in items], record.updated_at_ms)
-        items.insert(at, (record.key, record))
-        self.records.clear()
-        self.records.update(items)
+        if lifted:
+            records.update(reversed(lifted))
 
     def _trim(self) -> None:
         records = self.records

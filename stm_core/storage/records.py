@@ -24,7 +24,7 @@ ScopeKind = Literal["server", "user"]
 DM_SERVER = ""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class MemoryKey:
     """Identity of one memory row.
 

@@ -165,6 +165,24 @@ def test_the_view_is_always_newest_first_and_bounded(
         assert len(view.absent) <= max_rows
 
 
+@pytest.mark.parametrize("behind", [0, 1, 23, 24, 25, 150, 199, 200])
+@pytest.mark.parametrize("tied", [False, True])
+def test_a_write_behind_many_newer_rows_goes_before_them_and_moves_nothing_else(
+        behind: int, tied: bool) -> None:
+    rows = [record(MemoryKey.server("g", f"r{n}", None), n * 10, 1) for n in range(200)]
+    view = MemoryView(rows, max_rows=500)
+    # Stamped just before (or, tied, at) the time of the row `behind` from the end.
+    at = (200 - behind) * 10 - (0 if tied and behind else 1)
+    late = record(MemoryKey.server("g", "late", None), at, 1)
+    view.apply(late)
+    newest_first = [r.key for r in view.newest_first()]
+    # A tie goes before the rows of its time (the later arrival shows first).
+    assert newest_first.index(late.key) == behind
+    others = [k for k in newest_first if k != late.key]
+    assert others == [r.key for r in reversed(rows)]
+    assert in_order(view) and view.records[late.key] is late
+
+
 # -- out-of-order writers, in this process and in others -----------------------------
 
 async def test_concurrent_out_of_order_writes_keep_the_view_ordered(
