@@ -30,6 +30,7 @@ from bench import (
     scenarios_scale,
     scenarios_server_scale,
     scenarios_telemetry,
+    scenarios_view,
 )
 from bench.config import RunConfig, make_config
 
@@ -46,6 +47,7 @@ SCENARIOS: dict[str, Scenario] = {
     "server_scale": scenarios_server_scale.run,
     "janitor": scenarios_janitor.run,
     "cache": scenarios_cache.run,
+    "out_of_order": scenarios_view.run,
     "prefix": scenarios_prefix.run,
     "history": scenarios_history.run,
     "cli": scenarios_cli.run,

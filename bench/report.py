@@ -220,6 +220,12 @@ FLOORS_SECTION = [
     "items, read the last 10) run at stm's durability, `synchronous=NORMAL`; their "
     "out-of-the-box `synchronous=FULL` (an fsync per commit) is reported beside them "
     "(`vs_peers_sdk_default`). Every stm turn uses a fresh `Turn` object, as hosts do.",
+    "", "**Time**. Turn `i` is stamped `i` seconds after the bench's epoch, never earlier "
+    "than the turn before it: scenarios sharing a store take turns over the same indexes, "
+    "and a clock set from the index alone went back at every change of scenario, making "
+    "every stm write land behind newer rows of its cached views (a cost the floors do not "
+    "have and a host's forward-moving clock never causes). That cost is measured apart "
+    "(*Writes out of order*).",
     "", "**Build floor** (`hand_build_*`). A hand-written build of the same texts for one "
     "known server: plain dicts and f-strings, the rules every build must apply (lineage, "
     "expiry, private channels) as inline comparisons, no plugins, no memo, and plain tuples "
@@ -278,6 +284,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines += _build_section(results) + _growth_section(results) + _scale_section(results)
     lines += _server_scale_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
+    lines += _out_of_order_section(results)
     lines += _cli_section(results)
     if results.get("errors"):
         lines += ["", "## Scenarios that failed", ""]
@@ -371,6 +378,20 @@ def _cache_section(r: dict[str, Any]) -> list[str]:
             f"{c['after_filling_cache_kb']:,} KB, after touching all "
             f"{c['after_touching_all_kb']:,} KB (growth {c['rss_growth_kb']:,} KB). "
             f"Cache sizes after: {c['cache_sizes_after']}."]
+
+
+def _out_of_order_section(r: dict[str, Any]) -> list[str]:
+    place = r.get("out_of_order_place_us")
+    if not place:
+        return []
+    rows = r.get("out_of_order_view_rows")
+    cells = ", ".join(f"{name.removeprefix('behind_')} newer rows: {_fmt(us)} µs"
+                      for name, us in place.items())
+    return ["", "## Writes out of order", "",
+            f"One write mirrored into a full cached view ({rows:,} rows), by how many rows "
+            f"stay newer than it: {cells}. The turn scenarios' clocks only move forward "
+            "(`scenarios_record.stamp`), as a host's does; this is what a write stamped "
+            "behind newer rows (a process whose clock is behind) costs the view."]
 
 
 def _cli_section(r: dict[str, Any]) -> list[str]:

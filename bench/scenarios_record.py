@@ -85,9 +85,19 @@ def turn_count(cfg: RunConfig, warmup: int = 0) -> int:
     return max(cfg.warmup, warmup, 1) + cfg.rounds * max(cfg.turns, cfg.build_turns)
 
 
+def stamp(clock: ManualClock, i: int) -> None:
+    """Turn ``i``'s time: ``i`` seconds after the epoch, but never earlier than
+    the turn before. Scenarios sharing a store (and its user) take turns over
+    the same indexes; set from the index alone, the clock went back 25 s at
+    every change of scenario and every write landed behind newer rows of the
+    user's cached view, a cost no host pays (its clock moves forward) and no
+    floor has."""
+    clock.set(max(clock.now_ms() + 1, w.EPOCH_MS + i * 1000))
+
+
 def stm_record(stm: Stm, clock: ManualClock, load: Workload) -> Callable[[int], Awaitable[None]]:
     async def one(i: int) -> None:
-        clock.set(w.EPOCH_MS + i * 1000)
+        stamp(clock, i)
         await stm.record_turn(load.turn(i), load.histories[i % WINDOWS],
                               load.replies[i % WINDOWS])
     return one
@@ -97,7 +107,7 @@ def stm_host_turn(stm: Stm, clock: ManualClock,
                   load: Workload) -> Callable[[int], Awaitable[StmContext]]:
     """What a host does each turn: record the last one, build this one's context."""
     async def one(i: int) -> StmContext:
-        clock.set(w.EPOCH_MS + i * 1000)
+        stamp(clock, i)
         turn = load.turn(i)
         await stm.record_turn(turn, load.histories[i % WINDOWS], load.replies[i % WINDOWS])
         return await stm.build_context(turn)
@@ -192,7 +202,7 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
             failures: list[str] = []
 
             async def stm_tool(i: int) -> None:
-                clock.set(w.EPOCH_MS + i * 1000)
+                stamp(clock, i)
                 result = await stm.apply_tool_call(tool_turns[i],
                                                    {"summary": summaries[i % WINDOWS]})
                 if not result.ok:

@@ -122,3 +122,26 @@ def test_markdown_is_generated_from_the_same_run(
                 "server_scale_ratio", "janitor_writer_p99_ms", "scale_ratio"):
         assert f"`{key}`" in text
     assert "## The floors" in text
+
+
+def test_the_turn_clock_only_moves_forward() -> None:
+    from bench import workload as w
+    from bench.scenarios_record import stamp
+    from stm_core.clock import ManualClock
+
+    clock = ManualClock(w.EPOCH_MS)
+    stamp(clock, 30)
+    assert clock.now_ms() == w.EPOCH_MS + 30_000
+    # The next scenario starts over at the block's first index: time goes on.
+    stamp(clock, 5)
+    assert clock.now_ms() == w.EPOCH_MS + 30_001
+    stamp(clock, 40)
+    assert clock.now_ms() == w.EPOCH_MS + 40_000
+
+
+def test_out_of_order_writes_are_measured(tiny_run: tuple[dict[str, Any], Path, str]) -> None:
+    results, out, _ = tiny_run
+    place = results["out_of_order_place_us"]
+    assert set(place) == {"behind_0", "behind_10", "behind_100", "behind_999"}
+    assert all(us > 0 for us in place.values())
+    assert "## Writes out of order" in (out / "RESULTS.md").read_text(encoding="utf-8")

@@ -52,6 +52,8 @@ async def test_the_floor_writes_what_stm_writes(tmp_path: Path) -> None:
     floor = await thread_tool_writer(tmp_path / "floor.db", clock)
     try:
         async with open_bench_store(sqlite_url(tmp_path / "stm.db"), clock) as stm:
+            # The floors' set-up turn moved the clock; turn i is at i seconds again.
+            clock.set(w.EPOCH_MS - 1)
             for i in range(CHANNELS):  # rows with messages, as the bench's are
                 await stm_record(stm, clock, load)(i)
                 await raw_record(writer, load)(i)
