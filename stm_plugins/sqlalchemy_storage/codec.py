@@ -61,6 +61,16 @@ def _clean_optional(text: str | None) -> str | None:
     return None if text is None else clean_text(text)
 
 
+def _utf8_encodable(text: str) -> bool:
+    """No lone surrogate in ``text`` (strict UTF-8 refuses exactly those): the
+    encoder finds out about four times faster than a search with the pattern."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def clean_messages(messages: tuple[CrudeMessage, ...]) -> tuple[CrudeMessage, ...]:
     """``messages`` itself when every text can be stored (the usual case)."""
     # One look at all the texts together: this runs on every turn.
@@ -68,7 +78,7 @@ def clean_messages(messages: tuple[CrudeMessage, ...]) -> tuple[CrudeMessage, ..
     texts += [m.speaker_name for m in messages if m.speaker_name is not None]
     texts += [m.author_id for m in messages if m.author_id is not None]
     joined = "".join(texts)
-    if "\x00" not in joined and (joined.isascii() or not _SURROGATE.search(joined)):
+    if "\x00" not in joined and (joined.isascii() or _utf8_encodable(joined)):
         return messages
     return tuple(CrudeMessage(role=m.role, content=clean_text(m.content),
                               speaker_name=_clean_optional(m.speaker_name),

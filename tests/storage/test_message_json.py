@@ -87,3 +87,17 @@ def test_long_lines_do_not_pin_memory() -> None:
     finally:
         tracemalloc.stop()
     assert held < 3 * text_memo.MAX_CHARS, held
+
+
+def test_clean_messages_keeps_emoji_lines_as_they_are_and_replaces_lone_surrogates() -> None:
+    fine = (CrudeMessage(role="user", content="héllo 🎉", speaker_name="Zoë", timestamp_ms=1),
+            CrudeMessage(role="model", content="ok", speaker_name=None, timestamp_ms=2))
+    assert codec.clean_messages(fine) is fine
+    broken = (CrudeMessage(role="user", content="🎉 \ud83d half", speaker_name="Zoë",
+                           timestamp_ms=1),
+              CrudeMessage(role="model", content="ok", speaker_name="\udfff",
+                           timestamp_ms=2))
+    cleaned = codec.clean_messages(broken)
+    assert [m.content for m in cleaned] == ["🎉 \ufffd half", "ok"]
+    assert [m.speaker_name for m in cleaned] == ["Zoë", "\ufffd"]
+    assert codec.encode_messages(cleaned).encode("utf-8")
