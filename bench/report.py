@@ -225,7 +225,9 @@ FLOORS_SECTION = [
     "and a clock set from the index alone went back at every change of scenario, making "
     "every stm write land behind newer rows of its cached views (a cost the floors do not "
     "have and a host's forward-moving clock never causes). That cost is measured apart "
-    "(*Writes out of order*).",
+    "(*Writes out of order*). The workload prepared before timing (a `Turn` per index, "
+    "histories, replies) is set aside from the garbage collector (`gc.freeze`) before any "
+    "store or floor opens; what the stores and floors make afterwards is collected as usual.",
     "", "**Build floor** (`hand_build_*`). A hand-written build of the same texts for one "
     "known server: plain dicts and f-strings, the rules every build must apply (lineage, "
     "expiry, private channels) as inline comparisons, no plugins, no memo, and plain tuples "

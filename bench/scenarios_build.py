@@ -14,11 +14,11 @@ from typing import Any
 from bench import workload as w
 from bench.config import RunConfig
 from bench.floors import FloorResult, HandBuild, floor_server
-from bench.harness import cpu_ratio, interleave, ratio
+from bench.harness import cpu_ratio, freeze_prepared, interleave, ratio, thaw
 from bench.stm_side import count_calls, open_bench_store, seed_typical_server
 from bench.urls import sqlite_url
 from stm_core.clock import ManualClock
-from stm_core.models import StmContext
+from stm_core.models import StmContext, Turn
 
 log = logging.getLogger("stm.bench")
 
@@ -41,12 +41,27 @@ def first_difference(ours: FloorResult, floor: FloorResult) -> dict[str, Any]:
 
 
 async def run(cfg: RunConfig) -> dict[str, Any]:
-    now = w.EPOCH_MS
-    clock = ManualClock(now)
-    seeds = w.typical_server(now)
+    seeds = w.typical_server(w.EPOCH_MS)
     names = w.channel_names(seeds)
     live = seeds[0].channel_id
     servers = {mode: w.server_id(k + 1) for k, mode in enumerate(MODES)}
+    # A Turn object per turn, as hosts make them: per-Turn memos start cold.
+    count = max(cfg.warmup, 1) + cfg.rounds * cfg.build_turns
+    fresh = {mode: [w.build_turn(server, live, names) for _ in range(count)]
+             for mode, server in servers.items()}
+    freeze_prepared()
+    try:
+        return await _run(cfg, seeds, servers, fresh)
+    finally:
+        thaw()
+
+
+async def _run(cfg: RunConfig, seeds: tuple[w.ChannelSeed, ...], servers: dict[str, str],
+               fresh: dict[str, list[Turn]]) -> dict[str, Any]:
+    now = w.EPOCH_MS
+    clock = ManualClock(now)
+    names = w.channel_names(seeds)
+    live = seeds[0].channel_id
     async with open_bench_store(sqlite_url(cfg.workdir / "build.db"), clock) as stm:
         for mode, server in servers.items():
             await seed_typical_server(stm, server, seeds, now_ms=now, render_mode=mode)
@@ -70,11 +85,6 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
                             checks[mode]["difference"])
 
         proxy = count_calls(stm)
-
-        # A Turn object per turn, as hosts make them: per-Turn memos start cold.
-        count = max(cfg.warmup, 1) + cfg.rounds * cfg.build_turns
-        fresh = {mode: [w.build_turn(server, live, names) for _ in range(count)]
-                 for mode, server in servers.items()}
 
         def stm_build(mode: str) -> Any:
             mode_turns = fresh[mode]

@@ -22,7 +22,7 @@ from bench.config import RunConfig
 from bench.floor_turn import FloorTurn
 from bench.floors import FloorResult, RawPostgres, RawSqlite
 from bench.floors_thread import RawAsyncpg, ThreadToolWriter, ThreadWriter
-from bench.harness import cpu_ratio, interleave, ratio
+from bench.harness import cpu_ratio, freeze_prepared, interleave, ratio, thaw
 from bench.scenarios_build import as_floor_result, first_difference
 from bench.stm_side import (
     compiled_capture,
@@ -192,6 +192,16 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
     turn_load.prepare(total)
     tool_turns = load.fresh_turns(total)
     summaries = [w.summary_text(k) for k in range(WINDOWS)]
+    freeze_prepared()
+    try:
+        return await _sqlite_ratios(cfg, load, turn_load, tool_turns, summaries, clock)
+    finally:
+        thaw()
+
+
+async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
+                         tool_turns: list[Turn], summaries: list[str],
+                         clock: ManualClock) -> dict[str, Any]:
     raw = await RawSqlite(str(cfg.workdir / "raw_record.db")).open()
     writer = await thread_writer(cfg.workdir / "floor_record.db", clock)
     # The tool floor writes the rows the record floor writes, as stm's tool
@@ -275,6 +285,18 @@ async def postgres_ratio(cfg: RunConfig) -> dict[str, Any]:
         return {"record_ratio_postgres": None,
                 "record_ratio_postgres_skipped": f"PostgreSQL unreachable: {exc}"}
     load = Workload(channels=cfg.channels).prepare(turn_count(cfg))
+    freeze_prepared()
+    try:
+        return await _postgres_ratio(cfg, load, admin, dsn, (stm_schema, raw_schema,
+                                                             floor_schema))
+    finally:
+        thaw()
+
+
+async def _postgres_ratio(cfg: RunConfig, load: Workload, admin: Any, dsn: str,
+                          schemas: tuple[str, str, str]) -> dict[str, Any]:
+    assert cfg.postgres_url is not None
+    stm_schema, raw_schema, floor_schema = schemas
     clock = ManualClock(w.EPOCH_MS)
     raw = RawPostgres(dsn, raw_schema)
     floor: RawAsyncpg | None = None
@@ -336,6 +358,16 @@ async def concurrent_throughput(cfg: RunConfig) -> dict[str, Any]:
     count = tasks * (per_task + 2)
     load.prepare(count)
     writes.prepare(count)
+    freeze_prepared()
+    try:
+        return await _concurrent_throughput(cfg, load, writes)
+    finally:
+        thaw()
+
+
+async def _concurrent_throughput(cfg: RunConfig, load: Workload,
+                                 writes: Workload) -> dict[str, Any]:
+    tasks, per_task = cfg.concurrent_tasks, cfg.concurrent_turns
     clock = ManualClock(w.EPOCH_MS)
     rates: dict[str, list[tuple[float, float]]] = {
         "stm_turns": [], "floor_turns": [], "stm_writes": [], "floor_writes": []}

@@ -145,3 +145,26 @@ def test_out_of_order_writes_are_measured(tiny_run: tuple[dict[str, Any], Path, 
     assert set(place) == {"behind_0", "behind_10", "behind_100", "behind_999"}
     assert all(us > 0 for us in place.values())
     assert "## Writes out of order" in (out / "RESULTS.md").read_text(encoding="utf-8")
+
+
+def test_what_a_scenario_sets_aside_for_the_collector_is_given_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import gc
+
+    from bench import scenarios_build
+    from bench.config import make_config
+
+    cfg = make_config("tiny", tmp_path)
+    results = asyncio.run(scenarios_build.run(cfg))
+    assert results["build_texts_equal"] is True
+    assert gc.get_freeze_count() == 0
+
+    async def broken(*_args: object) -> dict[str, Any]:
+        assert gc.get_freeze_count() > 0  # the prepared turns are set aside
+        raise RuntimeError("scenario failed")
+
+    monkeypatch.setattr(scenarios_build, "_run", broken)
+    with pytest.raises(RuntimeError):
+        asyncio.run(scenarios_build.run(cfg))
+    assert gc.get_freeze_count() == 0
