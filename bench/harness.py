@@ -99,9 +99,10 @@ def is_bimodal(values: Sequence[float]) -> bool:
         return False
     m3 = sum((v - mean) ** 3 for v in values) / n
     m4 = sum((v - mean) ** 4 for v in values) / n
-    skew, excess = m3 / m2 ** 1.5, m4 / m2 ** 2 - 3
+    skew: float = m3 / m2 ** 1.5
+    excess: float = m4 / m2 ** 2 - 3
     coefficient = (skew ** 2 + 1) / (excess + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
-    return coefficient > BIMODALITY_COEFFICIENT
+    return bool(coefficient > BIMODALITY_COEFFICIENT)
 
 
 def percentile(sorted_values: Sequence[float], pct: float) -> float:

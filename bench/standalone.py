@@ -8,7 +8,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ def merge(results: dict[str, Any], folder: Path, section: str, markdown: str) ->
     md_path.write_text(text, encoding="utf-8")
 
 
-def main(prog: str, section: str, measure: Callable[[], Awaitable[dict[str, Any]]],
+def main(prog: str, section: str, measure: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
          markdown: Callable[[dict[str, Any]], str], argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent,
