@@ -286,7 +286,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines += _build_section(results) + _growth_section(results) + _scale_section(results)
     lines += _server_scale_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
-    lines += _out_of_order_section(results)
+    lines += _out_of_order_section(results) + _names_section(results)
     lines += _cli_section(results)
     if results.get("errors"):
         lines += ["", "## Scenarios that failed", ""]
@@ -394,6 +394,20 @@ def _out_of_order_section(r: dict[str, Any]) -> list[str]:
             f"stay newer than it: {cells}. The turn scenarios' clocks only move forward "
             "(`scenarios_record.stamp`), as a host's does; this is what a write stamped "
             "behind newer rows (a process whose clock is behind) costs the view."]
+
+
+def _names_section(r: dict[str, Any]) -> list[str]:
+    names = r.get("turn_names_us")
+    if not names:
+        return []
+    guild = r.get("turn_names_guild", {})
+    return ["", "## A big guild's names", "",
+            f"A `Turn` for a guild of {guild.get('channels', 0):,} channels and "
+            f"{guild.get('threads', 0):,} threads, and three channel labels: "
+            f"{_fmt(names.get('turn_plain_names'))} µs from plain mappings (checked, copied "
+            f"and searched for shared names on every turn), "
+            f"{_fmt(names.get('turn_name_map'))} µs from a `NameMap` and an `IdSet` built "
+            "once for the guild."]
 
 
 def _cli_section(r: dict[str, Any]) -> list[str]:

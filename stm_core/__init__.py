@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         ToolResult,
         Turn,
     )
+    from stm_core.names import IdSet, NameMap
     from stm_core.plugin_types import (
         Actor,
         AdminAction,
@@ -80,6 +81,8 @@ _HOME: dict[str, str] = {
     "StmContext": "stm_core.models",
     "ToolResult": "stm_core.models",
     "Turn": "stm_core.models",
+    "NameMap": "stm_core.names",
+    "IdSet": "stm_core.names",
     "TOOL_NAME": "stm_core.tool",
     "Actor": "stm_core.plugin_types",
     "AdminAction": "stm_core.plugin_types",
@@ -129,7 +132,9 @@ __all__ = [
     "ConfigurationError",
     "ContextItem",
     "HistoryMessage",
+    "IdSet",
     "ManualClock",
+    "NameMap",
     "OtherChannelParts",
     "PermissionDenied",
     "PersonaResponse",

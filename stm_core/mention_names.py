@@ -11,31 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stm_core.models import Turn
+from stm_core.names import NameMap, shared_names
 
-_NO_CLASHES: frozenset[str] = frozenset()
-# The names shared by several channels in the last name map asked about: a
-# turn asks about its channels several times, and the map is that turn's own
-# copy (each Turn converts its own), so one remembered map covers a turn.
-# Holding the map keeps its identity from being reused by another.
-_last_clashes: tuple[Mapping[str, str], frozenset[str]] = ({}, _NO_CLASHES)
+# The names shared by several channels in the last plain name map asked
+# about: a turn asks about its channels several times, and the map is that
+# turn's own copy (each Turn copies a plain mapping), so one remembered map
+# covers a turn. Holding the map keeps its identity from being reused by
+# another. A NameMap keeps its own, found once for every turn it serves.
+_last_clashes: tuple[Mapping[str, str], frozenset[str]] = ({}, frozenset())
 
 
 def _clashing_names(turn: Turn) -> frozenset[str]:
     global _last_clashes
     channel_names = turn.channel_names
+    if type(channel_names) is NameMap:
+        return channel_names.shared_names()
     seen_map, clashes = _last_clashes
     if seen_map is channel_names:
         return clashes
-    names = list(channel_names.values())
-    if len(set(names)) == len(names):
-        # The usual turn: every name distinct, found by one set built in C.
-        clashes = _NO_CLASHES
-    else:
-        seen: set[str] = set()
-        repeated: set[str] = set()
-        for name in names:
-            (repeated if name in seen else seen).add(name)
-        clashes = frozenset(repeated)
+    clashes = shared_names(channel_names)
     _last_clashes = (channel_names, clashes)
     return clashes
 

@@ -16,6 +16,7 @@ import attrs
 
 from stm_core import arguments
 from stm_core.errors import ValidationError
+from stm_core.names import IdSet, NameMap
 
 #: Tag carried by every item stm emits (memory blocks and the nudge).
 STM_TAG = "KNOWLEDGE_SHORT_TERM_MEMORY"
@@ -65,20 +66,22 @@ def _author_id(value: IdIn | None) -> str | None:
     return arguments.to_optional_id(value, "author_id")
 
 
+# A NameMap or IdSet was checked when it was built: kept as is, not copied.
+
 def _user_names(value: NamesIn) -> Mapping[str, str]:
-    return arguments.name_map(value, "user_names")
+    return value if type(value) is NameMap else arguments.name_map(value, "user_names")
 
 
 def _channel_names(value: NamesIn) -> Mapping[str, str]:
-    return arguments.name_map(value, "channel_names")
+    return value if type(value) is NameMap else arguments.name_map(value, "channel_names")
 
 
 def _role_names(value: NamesIn) -> Mapping[str, str]:
-    return arguments.name_map(value, "role_names")
+    return value if type(value) is NameMap else arguments.name_map(value, "role_names")
 
 
 def _thread_ids(value: Iterable[IdIn]) -> frozenset[str]:
-    return arguments.id_set(value, "thread_ids")
+    return value if type(value) is IdSet else arguments.id_set(value, "thread_ids")
 
 
 _text = arguments.validator(arguments.check_text)

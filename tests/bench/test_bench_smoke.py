@@ -168,3 +168,11 @@ def test_what_a_scenario_sets_aside_for_the_collector_is_given_back(
     with pytest.raises(RuntimeError):
         asyncio.run(scenarios_build.run(cfg))
     assert gc.get_freeze_count() == 0
+
+
+def test_a_big_guilds_names_are_measured(tiny_run: tuple[dict[str, Any], Path, str]) -> None:
+    results, out, _ = tiny_run
+    names = results["turn_names_us"]
+    assert set(names) == {"turn_plain_names", "turn_name_map"}
+    assert all(us > 0 for us in names.values())
+    assert "## A big guild's names" in (out / "RESULTS.md").read_text(encoding="utf-8")
