@@ -108,3 +108,22 @@ def test_every_admin_method_s_annotations_resolve_for_introspection() -> None:
     assert len(methods) > 20
     for method in methods:
         assert "return" in typing.get_type_hints(inspect.unwrap(method)), method.__name__
+
+
+def test_what_reads_as_the_inject_package_works_though_the_name_is_the_function() -> None:
+    out = run_fresh("""
+        import importlib, pkgutil, sys
+        import stm_core
+        import stm_core.inject.gemini as gemini
+        package = sys.modules["stm_core.inject"]
+        found = [gemini is sys.modules["stm_core.inject.gemini"]]
+        for sub in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"stm_core.inject.{sub.name}")
+            found.append(getattr(stm_core.inject, sub.name) is module)
+        found += [getattr(stm_core.inject, name) is getattr(package, name)
+                  for name in package.__all__ if name != "inject"]
+        found.append(stm_core.inject.__name__ == "inject" and callable(stm_core.inject))
+        print(all(found), len(found))
+    """)
+    ok, checked = out.split()
+    assert ok == "True" and int(checked) > 20

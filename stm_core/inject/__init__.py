@@ -19,6 +19,8 @@ are :class:`~stm_core.inject.markers.StmMessage` dicts a host can find again.
 
 from __future__ import annotations
 
+import pkgutil
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
@@ -249,3 +251,22 @@ __all__ = [
     "splits_tool_call",
     "strip_injected",
 ]
+
+
+def _reachable_through(function: Callable[..., Any]) -> None:
+    """``stm_core.inject`` is the ``inject`` function, whatever is imported
+    (see ``stm_core._Package``). So that what reads as this package still
+    works (``stm_core.inject.insert_at_dialogue_depth``, and ``import
+    stm_core.inject.gemini as gemini``, which looks each dotted part up as
+    an attribute), the function carries the package's public names and its
+    submodules."""
+    for name in __all__:
+        if name != "inject":
+            setattr(function, name, globals()[name])
+    for sub in pkgutil.iter_modules(__path__):
+        module = sys.modules.get(f"{__name__}.{sub.name}")
+        if module is not None:
+            setattr(function, sub.name, module)
+
+
+_reachable_through(inject)
