@@ -19,7 +19,6 @@ are :class:`~stm_core.inject.markers.StmMessage` dicts a host can find again.
 
 from __future__ import annotations
 
-import pkgutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
@@ -263,10 +262,11 @@ def _reachable_through(function: Callable[..., Any]) -> None:
     for name in __all__:
         if name != "inject":
             setattr(function, name, globals()[name])
-    for sub in pkgutil.iter_modules(__path__):
-        module = sys.modules.get(f"{__name__}.{sub.name}")
-        if module is not None:
-            setattr(function, sub.name, module)
+    prefix = f"{__name__}."
+    for qualified, module in list(sys.modules.items()):  # every one is imported above
+        sub = qualified.removeprefix(prefix)
+        if sub != qualified and "." not in sub:
+            setattr(function, sub, module)
 
 
 _reachable_through(inject)
