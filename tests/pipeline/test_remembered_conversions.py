@@ -3,8 +3,6 @@ reads differently: the Discord converter remembers its texts across turns."""
 
 from __future__ import annotations
 
-import tracemalloc
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +10,7 @@ from stm_core import text_memo
 from stm_core.models import Turn
 from stm_plugins import discord_mentions
 from stm_plugins.discord_mentions import convert_discord_mentions
+from tests.retained import retained_bytes
 
 
 def turn(**overrides: object) -> Turn:
@@ -64,15 +63,12 @@ def test_the_memo_is_bounded() -> None:
 
 def test_long_blocks_do_not_pin_memory() -> None:
     # 100 distinct blocks of 200,000 characters (the budget off): 40 MB if kept.
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+    def convert_many() -> None:
         for n in range(100):
             text = f"<@42> {n:03}" + "x" * 200_000
             assert convert_discord_mentions(text, turn()).startswith("Alice ")
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+
+    held = retained_bytes(convert_many)
     assert held < 3 * text_memo.MAX_CHARS, held
 
 

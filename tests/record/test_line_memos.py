@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import threading
-import tracemalloc
 
 import attrs
 
 from stm_core import text_memo
 from stm_core.models import CrudeMessage, HistoryMessage, PersonaResponse, crude_line
 from stm_core.record import CleanedLines, clean_content, crude_messages
+from tests.retained import retained_bytes
 
 
 def test_crude_line_is_the_object_the_constructor_makes() -> None:
@@ -73,16 +73,13 @@ def test_the_memo_is_bounded_and_each_caller_gets_one_made_for_its_settings() ->
 def test_long_texts_do_not_pin_memory() -> None:
     # 300 distinct history texts of 100,000 characters (stored cut to 1,000):
     # 30 MB if each were remembered.
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+    def record_many() -> None:
         for n in range(300):
             stored = crude_messages(window(f"{n:03}" + "x" * 100_000), REPLY,
                                     annotations=None, now_ms=n, keep=10, max_length=1000)
             assert len(stored[0].content) == 1000
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+
+    held = retained_bytes(record_many)
     assert held < 3 * text_memo.MAX_CHARS, held
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import tracemalloc
 
 from stm_core import text_memo
 from stm_core.models import CrudeMessage
 from stm_plugins.sqlalchemy_storage import codec
+from tests.retained import retained_bytes
 
 
 def reference(messages: tuple[CrudeMessage, ...]) -> str:
@@ -76,16 +76,13 @@ def test_the_remembered_lines_stay_bounded() -> None:
 
 def test_long_lines_do_not_pin_memory() -> None:
     # 300 distinct lines of 100,000 characters: 30 MB if each were remembered.
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+    def encode_many() -> None:
         for n in range(300):
             line = (CrudeMessage(role="user", content=f"{n:03}" + "x" * 100_000,
                                  speaker_name=None, timestamp_ms=n),)
             assert codec.encode_messages(line).startswith('[{"role":"user"')
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+
+    held = retained_bytes(encode_many)
     assert held < 3 * text_memo.MAX_CHARS, held
 
 
