@@ -11,26 +11,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stm_core.models import Turn
-from stm_core.names import NameMap, shared_names
+from stm_core.names import shared_names
 
-# The names shared by several channels in the last plain name map asked
-# about: a turn asks about its channels several times, and the map is that
-# turn's own copy (each Turn copies a plain mapping), so one remembered map
-# covers a turn. Holding the map keeps its identity from being reused by
-# another. A NameMap keeps its own, found once for every turn it serves.
+# The names shared by several channels in the last name map asked about: a
+# turn asks about its channels several times, and a plain map is that turn's
+# own copy (each Turn copies one), so one remembered map covers a turn; a
+# NameMap answers from what it found once. Holding the map keeps its
+# identity from being reused by another.
 _last_clashes: tuple[Mapping[str, str], frozenset[str]] = ({}, frozenset())
 
 
 def _clashing_names(turn: Turn) -> frozenset[str]:
     global _last_clashes
     channel_names = turn.channel_names
-    if type(channel_names) is NameMap:
-        return channel_names.shared_names()
     seen_map, clashes = _last_clashes
-    if seen_map is channel_names:
-        return clashes
-    clashes = shared_names(channel_names)
-    _last_clashes = (channel_names, clashes)
+    if seen_map is not channel_names:
+        clashes = shared_names(channel_names)
+        _last_clashes = (channel_names, clashes)
     return clashes
 
 
