@@ -18,7 +18,8 @@ import inspect
 import math
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
 import attrs
@@ -123,10 +124,12 @@ def cpu_ratio(numerator: Stats, denominator: Stats) -> float | None:
     return round(numerator.cpu_us / denominator.cpu_us, 3)
 
 
-def freeze_prepared() -> None:
-    """Keep what exists now out of the collector's passes until :func:`thaw`.
+@contextmanager
+def prepared_set_aside() -> Iterator[None]:
+    """What exists on entry stays out of the collector's passes until the
+    block ends (even when it fails).
 
-    A scenario calls it once its workload is prepared (a Turn per index,
+    A scenario enters it once its workload is prepared (a Turn per index,
     histories, replies), before any store opens: a host makes one Turn a turn
     and lets it go, while the bench holds thousands for the whole run, and
     every full collection during timing would walk them at the expense of
@@ -135,10 +138,10 @@ def freeze_prepared() -> None:
     """
     gc.collect()
     gc.freeze()
-
-
-def thaw() -> None:
-    gc.unfreeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 async def interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], *, rounds: int,

@@ -14,7 +14,7 @@ from typing import Any
 from bench import workload as w
 from bench.config import RunConfig
 from bench.floors import FloorResult, HandBuild, floor_server
-from bench.harness import cpu_ratio, freeze_prepared, interleave, ratio, thaw
+from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.stm_side import count_calls, open_bench_store, seed_typical_server
 from bench.urls import sqlite_url
 from stm_core.clock import ManualClock
@@ -49,11 +49,8 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
     count = max(cfg.warmup, 1) + cfg.rounds * cfg.build_turns
     fresh = {mode: [w.build_turn(server, live, names) for _ in range(count)]
              for mode, server in servers.items()}
-    freeze_prepared()
-    try:
+    with prepared_set_aside():
         return await _run(cfg, seeds, servers, fresh)
-    finally:
-        thaw()
 
 
 async def _run(cfg: RunConfig, seeds: tuple[w.ChannelSeed, ...], servers: dict[str, str],

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench import workload as w
 from bench.config import RunConfig
-from bench.harness import cpu_ratio, freeze_prepared, interleave, ratio, thaw
+from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.peers import LangGraphSaver, OpenAISession, PeerUnavailable
 from bench.scenarios_record import WINDOWS, Workload
 from bench.stm_side import open_bench_store
@@ -47,11 +47,8 @@ async def growth(turn: Callable[[int], Awaitable[object]], path: Path, start: in
 async def run(cfg: RunConfig) -> dict[str, Any]:
     load = Workload(channels=cfg.channels)
     load.prepare(max(cfg.warmup, cfg.channels) + cfg.rounds * cfg.turns + cfg.growth_turns)
-    freeze_prepared()
-    try:
+    with prepared_set_aside():
         return await _run(cfg, load)
-    finally:
-        thaw()
 
 
 async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:

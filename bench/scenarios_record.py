@@ -22,7 +22,7 @@ from bench.config import RunConfig
 from bench.floor_turn import FloorTurn
 from bench.floors import FloorResult, RawPostgres, RawSqlite
 from bench.floors_thread import RawAsyncpg, ThreadToolWriter, ThreadWriter
-from bench.harness import cpu_ratio, freeze_prepared, interleave, ratio, thaw
+from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.scenarios_build import as_floor_result, first_difference
 from bench.stm_side import (
     compiled_capture,
@@ -192,11 +192,8 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
     turn_load.prepare(total)
     tool_turns = load.fresh_turns(total)
     summaries = [w.summary_text(k) for k in range(WINDOWS)]
-    freeze_prepared()
-    try:
+    with prepared_set_aside():
         return await _sqlite_ratios(cfg, load, turn_load, tool_turns, summaries, clock)
-    finally:
-        thaw()
 
 
 async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
@@ -285,12 +282,9 @@ async def postgres_ratio(cfg: RunConfig) -> dict[str, Any]:
         return {"record_ratio_postgres": None,
                 "record_ratio_postgres_skipped": f"PostgreSQL unreachable: {exc}"}
     load = Workload(channels=cfg.channels).prepare(turn_count(cfg))
-    freeze_prepared()
-    try:
+    with prepared_set_aside():
         return await _postgres_ratio(cfg, load, admin, dsn, (stm_schema, raw_schema,
                                                              floor_schema))
-    finally:
-        thaw()
 
 
 async def _postgres_ratio(cfg: RunConfig, load: Workload, admin: Any, dsn: str,
@@ -358,11 +352,8 @@ async def concurrent_throughput(cfg: RunConfig) -> dict[str, Any]:
     count = tasks * (per_task + 2)
     load.prepare(count)
     writes.prepare(count)
-    freeze_prepared()
-    try:
+    with prepared_set_aside():
         return await _concurrent_throughput(cfg, load, writes)
-    finally:
-        thaw()
 
 
 async def _concurrent_throughput(cfg: RunConfig, load: Workload,
