@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 import attrs
@@ -111,11 +111,6 @@ class LRU(Generic[K, V]):
         return iter(list(self._data.values()))
 
 
-#: Rows an out-of-order write lifts one by one before it searches for its
-#: place (about where the search's copy of the key list starts to cost less).
-_LIFT_LIMIT = 24
-
-
 class BoundedKeySet(Generic[K]):
     """A set that forgets its oldest entries beyond ``maxsize``."""
 
@@ -147,13 +142,17 @@ class MemoryView:
     """Memory rows of one server (server scope) or one user (user scope).
 
     ``records`` holds the rows updated within the load window plus rows
-    written or probed since, ordered by ``updated_at_ms``, oldest first; rows
-    with equal times are shown in the order they arrived, so ``records`` keeps
-    the later arrival before the earlier one. At most ``max_rows`` are kept:
-    past that the oldest go, and ``dropped_through_ms`` says up to when rows
-    may be missing (a probe of such a key asks the database). ``absent``
-    remembers keys probed and not found (bounded too), so a warm turn on a
-    channel without a row makes no database call.
+    written or probed since, by key. Their order is kept beside it, in two
+    lists sorted by ``updated_at_ms``, oldest first (the times, and the keys
+    in the same places): rows with equal times are shown in the order they
+    arrived, so the later arrival comes before the earlier one. A write
+    finds its place by a binary search and goes in with one list insert,
+    however far out of order it was stamped (another process whose clock
+    is behind). At most ``max_rows`` are kept: past that the oldest go, and
+    ``dropped_through_ms`` says up to when rows may be missing (a probe of
+    such a key asks the database). ``absent`` remembers keys probed and not
+    found (bounded too), so a warm turn on a channel without a row makes no
+    database call.
     """
 
     def __init__(self, records: Iterable[MemoryRecord] = (), *, max_rows: int = 1000) -> None:
@@ -161,6 +160,10 @@ class MemoryView:
         # Stable sort of the reversed input: equal times keep arrival order newest-first.
         ordered = sorted(reversed(list(records)), key=_updated_at)
         self.records: dict[MemoryKey, MemoryRecord] = {r.key: r for r in ordered}
+        if len(self.records) < len(ordered):  # a key given twice: its last row stands
+            ordered = _each_key_once(ordered, self.records)
+        self._times = [r.updated_at_ms for r in ordered]
+        self._keys = [r.key for r in ordered]
         self.absent: BoundedKeySet[MemoryKey] = BoundedKeySet(max_rows)
         #: Rows updated at or before this may have been dropped for the bound.
         self.dropped_through_ms: int | None = None
@@ -174,53 +177,67 @@ class MemoryView:
         if current is not None:
             if record.rev < current.rev:
                 return
-            del records[key]
-        self._place(record)
+            self._unplace(current)
+        records[key] = record
+        at = record.updated_at_ms
+        times = self._times
+        # Before every row as new or newer: the usual write goes at the end.
+        place = len(times) if not times or times[-1] < at else bisect_left(times, at)
+        times.insert(place, at)
+        self._keys.insert(place, key)
         self._trim()
 
     def forget(self, key: MemoryKey) -> None:
-        self.records.pop(key, None)
+        record = self.records.pop(key, None)
+        if record is not None:
+            self._unplace(record)
         self.absent.add(key)
 
     def newest_first(self) -> Iterator[MemoryRecord]:
         """The rows, newest first (a build stops after the few it shows)."""
-        return reversed(self.records.values())
+        return map(self.records.__getitem__, reversed(self._keys))
+
+    def oldest_first(self) -> list[MemoryRecord]:
+        """The rows, oldest first."""
+        return list(map(self.records.__getitem__, self._keys))
 
     def may_lack(self, updated_at_ms: int) -> bool:
         """A row updated then may be missing because the bound dropped it."""
         dropped = self.dropped_through_ms
         return dropped is not None and updated_at_ms <= dropped
 
-    def _place(self, record: MemoryRecord) -> None:
-        """Insert before every row as new or newer: at the end for the usual
-        write; for one that finished out of order, the newer rows are taken
-        off the end and put back after it (a dict cannot insert in the
-        middle). A few are lifted one by one; past ``_LIFT_LIMIT`` their
-        number is found by a binary search over the keys, so a write far out
-        of order (a process whose clock is behind) puts back only the rows
-        newer than it, never the whole view."""
-        records = self.records
-        at = record.updated_at_ms
-        lifted: list[tuple[MemoryKey, MemoryRecord]] = []
-        while records and records[next(reversed(records))].updated_at_ms >= at:
-            if len(lifted) == _LIFT_LIMIT:
-                keys = list(records)
-                newer = len(keys) - bisect_left(keys, at,
-                                                key=lambda k: records[k].updated_at_ms)
-                lifted += [records.popitem() for _ in range(newer)]
-                break
-            lifted.append(records.popitem())
-        records[record.key] = record
-        if lifted:
-            records.update(reversed(lifted))
+    def _unplace(self, record: MemoryRecord) -> None:
+        """Take ``record``'s key out of the order (found by its time, then
+        among the rows of that same time)."""
+        key, keys = record.key, self._keys
+        place = bisect_left(self._times, record.updated_at_ms)
+        while keys[place] is not key:
+            place += 1
+        del self._times[place], keys[place]
 
     def _trim(self) -> None:
-        records = self.records
-        while len(records) > self.max_rows:
-            oldest = records.pop(next(iter(records)))
-            dropped = self.dropped_through_ms
-            self.dropped_through_ms = (oldest.updated_at_ms if dropped is None
-                                       else max(dropped, oldest.updated_at_ms))
+        times, keys = self._times, self._keys
+        excess = len(keys) - self.max_rows
+        if excess <= 0:
+            return
+        oldest = times[excess - 1]
+        for key in keys[:excess]:
+            del self.records[key]
+        del times[:excess], keys[:excess]
+        dropped = self.dropped_through_ms
+        self.dropped_through_ms = oldest if dropped is None else max(dropped, oldest)
+
+
+def _each_key_once(ordered: list[MemoryRecord], kept: Mapping[MemoryKey, MemoryRecord]
+                   ) -> list[MemoryRecord]:
+    """``ordered`` with only the row ``kept`` holds for each key."""
+    out: list[MemoryRecord] = []
+    placed: set[MemoryKey] = set()
+    for record in ordered:
+        if kept[record.key] is record and record.key not in placed:
+            placed.add(record.key)
+            out.append(record)
+    return out
 
 
 def _updated_at(record: MemoryRecord) -> int:

@@ -38,8 +38,11 @@ def bounded(rows: int) -> Settings:
 
 
 def in_order(view: MemoryView) -> bool:
-    times = [r.updated_at_ms for r in view.records.values()]
-    return times == sorted(times)
+    """Oldest first by time, and the order holds every row and nothing else."""
+    rows = view.oldest_first()
+    times = [r.updated_at_ms for r in rows]
+    return (times == sorted(times) and len(rows) == len(view.records)
+            and all(view.records[r.key] is r for r in rows))
 
 
 async def db_rows(stm: Stm, server: str = GUILD) -> list[MemoryRecord]:
@@ -55,7 +58,8 @@ async def test_a_server_view_keeps_only_its_newest_rows(open_stm: OpenStm, backe
             await write(stm, server_key(f"c{n:02d}"), summary=f"talk {n:02d}")
         view = await stm.server_memories(GUILD)
         assert len(view.records) == 20
-        assert [k.channel_id for k in view.records] == [f"c{n:02d}" for n in range(40, 60)]
+        assert [r.key.channel_id for r in view.oldest_first()] == [
+            f"c{n:02d}" for n in range(40, 60)]
         assert view.may_lack(clock.now_ms() - 21_000) and not view.may_lack(clock.now_ms())
         text = other_text(await stm.build_context(make_turn()))
         assert text is not None
@@ -66,7 +70,8 @@ async def test_a_server_view_keeps_only_its_newest_rows(open_stm: OpenStm, backe
         # After a restart the load keeps the newest rows too.
         stm.cache.clear()
         reloaded = await stm.server_memories(GUILD)
-        assert [k.channel_id for k in reloaded.records] == [f"c{n:02d}" for n in range(40, 60)]
+        assert [r.key.channel_id for r in reloaded.oldest_first()] == [
+            f"c{n:02d}" for n in range(40, 60)]
 
 
 async def test_known_absent_channels_are_bounded(open_stm: OpenStm, backend_url: str) -> None:
@@ -337,3 +342,13 @@ async def test_other_processes_out_of_order_writes_reach_an_ordered_view(
     async with open_store(pg_url, clock=clock, settings=chosen,
                           load_entrypoints=False, listen_for_changes=False) as fresh:
         assert await fresh.build_context(make_turn()) == ours
+
+
+def test_a_load_that_names_a_key_twice_keeps_its_last_row_in_its_own_place() -> None:
+    key, other = MemoryKey.server("g", "a", None), MemoryKey.server("g", "b", None)
+    first, between, last = record(key, 10, 1), record(other, 20, 1), record(key, 30, 2)
+    view = MemoryView([first, between, last])
+    assert [r.key for r in view.newest_first()] == [key, other]
+    assert view.records[key] is last and in_order(view)
+    view.forget(key)
+    assert view.oldest_first() == [between] and in_order(view)

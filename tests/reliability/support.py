@@ -66,8 +66,9 @@ async def cache_problems(stm: Any) -> list[str]:
     views = [(("server", sid), view) for sid, view in list(cache.servers._data.items())]
     views += [(("user", uid), user.memories) for uid, user in list(cache.users._data.items())]
     for (kind, ident), view in views:
-        times = [r.updated_at_ms for r in view.records.values()]
-        if times != sorted(times):
+        ordered = view.oldest_first()
+        times = [r.updated_at_ms for r in ordered]
+        if times != sorted(times) or len(ordered) != len(view.records):
             problems.append(f"the cached {kind} view {ident} is out of recency order")
         for key, record in list(view.records.items()):
             stored = await adapter.get_memory(key)
