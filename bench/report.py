@@ -387,13 +387,22 @@ def _out_of_order_section(r: dict[str, Any]) -> list[str]:
     if not place:
         return []
     rows = r.get("out_of_order_view_rows")
-    cells = ", ".join(f"{name.removeprefix('behind_')} newer rows: {_fmt(us)} µs"
-                      for name, us in place.items())
-    return ["", "## Writes out of order", "",
-            f"One write mirrored into a full cached view ({rows:,} rows), by how many rows "
-            f"stay newer than it: {cells}. The turn scenarios' clocks only move forward "
-            "(`scenarios_record.stamp`), as a host's does; this is what a write stamped "
-            "behind newer rows (a process whose clock is behind) costs the view."]
+    floor, cpu = r.get("out_of_order_floor_us", {}), r.get("out_of_order_place_cpu_us", {})
+    ratios, cpu_ratios = r.get("out_of_order_ratio", {}), r.get("out_of_order_cpu_ratio", {})
+    lines = ["", "## Writes out of order", "",
+             f"One write mirrored into a full cached view ({rows:,} rows), by how many rows "
+             "stay newer than it, against the floor (a dict beside two lists kept in time "
+             "order, a binary search and a list insert per write; `scenarios_view`). The turn "
+             "scenarios' clocks only move forward (`scenarios_record.stamp`), as a host's "
+             "does; this is what a write stamped behind newer rows (a process whose clock is "
+             "behind) costs the view.", "",
+             "| newer rows | stm µs | stm CPU µs | floor µs | ratio | CPU ratio |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for name, us in place.items():
+        lines.append(f"| {name.removeprefix('behind_')} | {_fmt(us)} | {_fmt(cpu.get(name))} | "
+                     f"{_fmt(floor.get(name))} | {_fmt(ratios.get(name))} | "
+                     f"{_fmt(cpu_ratios.get(name))} |")
+    return lines
 
 
 def _names_section(r: dict[str, Any]) -> list[str]:
@@ -401,12 +410,14 @@ def _names_section(r: dict[str, Any]) -> list[str]:
     if not names:
         return []
     guild = r.get("turn_names_guild", {})
+    cpu = r.get("turn_names_cpu_us", {})
     return ["", "## A big guild's names", "",
             f"A `Turn` for a guild of {guild.get('channels', 0):,} channels and "
             f"{guild.get('threads', 0):,} threads, and three channel labels: "
-            f"{_fmt(names.get('turn_plain_names'))} µs from plain mappings (checked, copied "
-            f"and searched for shared names on every turn), "
-            f"{_fmt(names.get('turn_name_map'))} µs from a `NameMap` and an `IdSet` built "
+            f"{_fmt(names.get('turn_plain_names'))} µs (CPU "
+            f"{_fmt(cpu.get('turn_plain_names'))}) from plain mappings (checked, copied and "
+            f"searched for shared names on every turn), {_fmt(names.get('turn_name_map'))} µs "
+            f"(CPU {_fmt(cpu.get('turn_name_map'))}) from a `NameMap` and an `IdSet` built "
             "once for the guild."]
 
 

@@ -144,6 +144,10 @@ def test_out_of_order_writes_are_measured(tiny_run: tuple[dict[str, Any], Path, 
     place = results["out_of_order_place_us"]
     assert set(place) == {"behind_0", "behind_10", "behind_100", "behind_999"}
     assert all(us > 0 for us in place.values())
+    for key in ("out_of_order_floor_us", "out_of_order_place_cpu_us", "out_of_order_ratio",
+                "out_of_order_cpu_ratio"):
+        assert set(results[key]) == set(place), key
+        assert all(v is not None and v > 0 for v in results[key].values()), key
     assert "## Writes out of order" in (out / "RESULTS.md").read_text(encoding="utf-8")
 
 
@@ -175,4 +179,26 @@ def test_a_big_guilds_names_are_measured(tiny_run: tuple[dict[str, Any], Path, s
     names = results["turn_names_us"]
     assert set(names) == {"turn_plain_names", "turn_name_map"}
     assert all(us > 0 for us in names.values())
+    assert set(results["turn_names_cpu_us"]) == set(names)
+    assert results["turn_names_ratio"] > 0 and results["turn_names_cpu_ratio"] > 0
     assert "## A big guild's names" in (out / "RESULTS.md").read_text(encoding="utf-8")
+
+
+def test_the_out_of_order_floor_keeps_the_order_the_view_keeps() -> None:
+    # The floor must do the view's job, or the ratio against it means nothing.
+    import random
+
+    from bench.scenarios_view import SortedFloor
+    from stm_core.cache import MemoryView
+    from stm_core.storage.records import MemoryKey, MemoryRecord
+
+    rng = random.Random(5)
+    rows = [MemoryRecord(key=MemoryKey.server("g", f"c{n}", None), updated_at_ms=n * 10)
+            for n in range(50)]
+    view, floor = MemoryView(rows, max_rows=50), SortedFloor(rows)
+    for rev in range(2, 300):
+        key = MemoryKey.server("g", f"c{rng.randrange(50)}", None)
+        written = MemoryRecord(key=key, updated_at_ms=rng.randrange(0, 600), rev=rev)
+        view.apply(written)
+        floor.apply(written)
+        assert [r.key for r in view.oldest_first()] == floor.keys
