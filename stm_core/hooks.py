@@ -60,10 +60,10 @@ class Hooks:
     def generation(self) -> int:
         return self.pm.generation
 
-    def plugin_set_memo(self, name: str) -> dict[Any, Any]:
-        """An empty dict for a memo that depends on hook answers (rendered
-        texts); a new one whenever the plugin set changes."""
-        return self._cached(("memo", name), dict)
+    def plugin_set_memo(self, name: str, make: Callable[[], T]) -> T:
+        """A memo made by ``make`` (empty) for answers that depend on the
+        plugins (rendered texts); a new one whenever the plugin set changes."""
+        return self._cached(("memo", name), make)
 
     def _call_or_refuse(self, hook_name: str, **kwargs: Any) -> Any:
         """Call a hook; a plugin's exception becomes a PluginError naming it."""

@@ -26,6 +26,7 @@ from stm_core.models import (
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.text_memo import TextMemo
 from stm_core.truncation import LINE_TRUNCATION_MARK, cut
+from stm_core.unchecked import unchecked_maker
 
 if TYPE_CHECKING:
     from stm_core.store import Stm
@@ -34,6 +35,8 @@ log = logging.getLogger("stm.record")
 
 _TRAILING_BLANKS = re.compile(r"[ \t]+\n")
 _EXTRA_BLANK_LINES = re.compile(r"\n{3,}")
+#: ``CaptureWrite(...)``: two per turn (see stm_core.unchecked).
+_make_capture = unchecked_maker(CaptureWrite)
 
 
 def clean_content(text: str, annotations: re.Pattern[str] | None,
@@ -178,7 +181,7 @@ async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
     live_rows: dict[str, int] = {}  # persona id ("" for none) -> index of its live write
 
     def add(key: MemoryKey, increment: int, lineage: str | None) -> None:
-        writes.append(CaptureWrite(key=key, messages=messages, now_ms=now_ms,
+        writes.append(_make_capture(key=key, messages=messages, now_ms=now_ms,
                                    counter_increment=increment, persona_lineage_id=lineage,
                                    parent_channel_id=turn.parent_channel_id,
                                    crude_ttl_ms=settings.crude_ttl_ms,

@@ -32,6 +32,7 @@ from stm_core.pipeline.load import Loaded, load
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.recent import newest_visible
+from stm_core.pipeline.render_memo import new_render_memo
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.results import context_item, stm_context
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
@@ -71,7 +72,7 @@ async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
 
     hooks = stm.hooks
     converters = hooks.mention_converters()
-    memo = hooks.plugin_set_memo("render")
+    memo = hooks.plugin_set_memo("render", new_render_memo)
     order = _category_order(stm, turn, profile, servers)
 
     def render_other(kept: int, raw_lines: int) -> tuple[str | None, int | None]:

@@ -12,21 +12,24 @@ its texts alive, so no id is reused while it exists); the table is bounded.
 from __future__ import annotations
 
 from stm_core.models import ContextItem, ItemKind, StmContext
+from stm_core.text_memo import TextMemo
 
 #: Results remembered before the table starts over.
 MAX_RESULTS = 1024
 
-_items: dict[tuple[int, str], ContextItem] = {}
-_contexts: dict[tuple[int, int, int, int, int, str], StmContext] = {}
+_items: TextMemo[tuple[int, str], ContextItem] = TextMemo(max_entries=MAX_RESULTS)
+_contexts: TextMemo[tuple[int, int, int, int, int, str], StmContext] = TextMemo(
+    max_entries=MAX_RESULTS)
 
 
 def context_item(text: str, kind: ItemKind) -> ContextItem:
     """``ContextItem(text=text, kind=kind)``, the one made last time for this text."""
     item = _items.get((id(text), kind))
     if item is None or item.text is not text:
-        if len(_items) >= MAX_RESULTS:
+        if _items.full():
             _items.clear()
-        item = _items[(id(text), kind)] = ContextItem(text=text, kind=kind)
+        item = ContextItem(text=text, kind=kind)
+        _items.remember((id(text), kind), item, len(text))
     return item
 
 
@@ -43,10 +46,12 @@ def stm_context(items: tuple[ContextItem, ...], nudge_item: ContextItem | None,
     context = _contexts.get(key)
     # Tuples compare their items by identity first: the usual check costs no __eq__.
     if context is None or context.nudge_item is not nudge_item or context.memory_items != items:
-        if len(_contexts) >= MAX_RESULTS:
+        if _contexts.full():
             _contexts.clear()
-        context = _contexts[key] = StmContext(
+        context = StmContext(
             memory_items=items, nudge_item=nudge_item, nudge_injection_depth=nudge_depth,
             memory_injection_depth=memory_depth, cache_policy=cache_policy)
+        chars = sum(len(item.text) for item in items)
+        _contexts.remember(key, context, chars + (len(nudge_item.text) if nudge_item else 0))
     return context
 

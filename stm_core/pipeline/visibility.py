@@ -17,9 +17,13 @@ from stm_core.models import Turn
 from stm_core.plugin_types import VisibilityContext
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, MemoryRecord, ServerSettings
+from stm_core.unchecked import unchecked_maker
 
 if TYPE_CHECKING:
     from stm_core.store import Stm
+
+#: ``VisibilityContext(...)``: one per build (see stm_core.unchecked).
+_make_context = unchecked_maker(VisibilityContext)
 
 
 def current_is_private(turn: Turn, profile: ServerProfile) -> bool:
@@ -57,7 +61,7 @@ def visibility_filter(stm: Stm, turn: Turn, profile: ServerProfile, opt_in: bool
     policies = stm.hooks.visibility_policies()
     if not policies:
         return None
-    ctx = VisibilityContext(
+    ctx = _make_context(
         turn=turn,
         current=servers.get(turn.server_id) if turn.server_id is not None else None,
         current_is_private=current_is_private(turn, profile),

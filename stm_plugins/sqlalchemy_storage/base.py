@@ -35,6 +35,7 @@ from stm_core.storage.records import (
     UserPrefs,
 )
 from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
+from stm_core.text_memo import TextMemo
 from stm_plugins.sqlalchemy_storage import codec
 from stm_plugins.sqlalchemy_storage.compiled import Compiled, StatementCache
 from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS, MigrationStep, check_steps
@@ -87,17 +88,19 @@ class SentMessages:
     and the lines it encodes. A later write that returns the same text (a
     summary write keeps a row's lines) takes the lines instead of decoding the
     JSON again; any other text is decoded as usual, so an entry that is out of
-    date costs nothing but the comparison. Bounded: it starts over when full."""
+    date costs nothing but the comparison. Bounded by entries and by the
+    characters of the JSON it holds (a line can be long): it starts over
+    when full."""
 
     def __init__(self, limit: int = 1024) -> None:
-        self._limit = limit
-        self._by_key: dict[MemoryKey, tuple[str, tuple[CrudeMessage, ...]]] = {}
+        self._by_key: TextMemo[MemoryKey, tuple[str, tuple[CrudeMessage, ...]]] = TextMemo(
+            max_entries=limit)
 
     def remember(self, key: MemoryKey, sent: tuple[str, tuple[CrudeMessage, ...]]) -> None:
         by_key = self._by_key
-        if len(by_key) >= self._limit and key not in by_key:
+        if by_key.full():
             by_key.clear()
-        by_key[key] = sent
+        by_key.remember(key, sent, len(sent[0]))
 
     def get(self, key: MemoryKey) -> tuple[str, tuple[CrudeMessage, ...]] | None:
         return self._by_key.get(key)

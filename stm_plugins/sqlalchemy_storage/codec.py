@@ -29,6 +29,7 @@ from stm_core.storage.records import (
 )
 from stm_core.storage.validation import channel_id_set
 from stm_core.text_memo import TextMemo
+from stm_core.unchecked import unchecked_maker
 
 # Compact, UTF-8 kept as is; built once (json.dumps with options builds one per call).
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -207,6 +208,10 @@ def key_from_row(r: Row) -> MemoryKey:
     return memory_key((r[0], r[1], r[2], r[3], r[4]))
 
 
+#: ``MemoryRecord(...)`` for rows: every write returns its rows (see stm_core.unchecked).
+_make_record = unchecked_maker(MemoryRecord)
+
+
 def memory_from_row(r: Row, *, key: MemoryKey | None = None,
                     sent_messages: tuple[str, tuple[CrudeMessage, ...]] | None = None
                     ) -> MemoryRecord:
@@ -217,7 +222,7 @@ def memory_from_row(r: Row, *, key: MemoryKey | None = None,
         messages = sent_messages[1]
     else:
         messages = decode_messages(text)
-    return MemoryRecord(
+    return _make_record(
         key=key if key is not None else key_from_row(r),
         parent_channel_id=r[5], persona_lineage_id=r[6], summary=r[7],
         categories=decode_categories(r[8]), messages=messages,

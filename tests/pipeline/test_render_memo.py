@@ -12,10 +12,13 @@ from collections.abc import Iterable
 import attrs
 
 from hookspecs import hookimpl
+from stm_core import text_memo
 from stm_core.clock import ManualClock
-from stm_core.pipeline.render_memo import MAX_ENTRIES, RenderMemo, remember
+from stm_core.pipeline.render_memo import MAX_ENTRIES, new_render_memo, remember
 from stm_core.plugin_types import OtherChannelParts, RenderMode
+from stm_core.storage.records import MemoryKey, MemoryRecord
 from stm_core.store import Stm
+from tests.retained import retained_bytes
 
 from .support import (
     ART,
@@ -123,10 +126,30 @@ async def test_a_new_plugin_set_renders_with_the_new_plugins(stm: Stm) -> None:
     assert other_text(await stm.build_context(make_turn())) == "[v2 Mural.]"
 
 
+def _row(n: int, summary: str = "") -> MemoryRecord:
+    return MemoryRecord(key=MemoryKey.server("9", str(n), None), summary=summary or None)
+
+
 def test_the_memo_starts_over_at_its_bound() -> None:
-    memo: RenderMemo = {}
+    memo = new_render_memo()
     for n in range(MAX_ENTRIES):
-        remember(memo, (n,), f"text {n}")
+        remember(memo, (n,), f"text {n}", _row(n))
     assert len(memo) == MAX_ENTRIES
-    remember(memo, ("one more",), "text")
-    assert memo == {("one more",): ("text",)}
+    last = _row(-1)
+    remember(memo, ("one more",), "text", last)
+    assert memo == {("one more",): ("text", last)}
+
+
+def test_long_rows_do_not_pin_memory() -> None:
+    # 300 rows of 100,000-character summaries (the budget off): 60 MB if kept
+    # with their renderings.
+    memo = new_render_memo()
+
+    def render_many() -> None:
+        for n in range(300):
+            summary = f"{n:03}" + "x" * 100_000
+            remember(memo, (n,), f"[{summary}]", _row(n, summary))
+
+    held = retained_bytes(render_many)
+    assert held < 3 * text_memo.MAX_CHARS, held
+    assert 0 < len(memo) < 300

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import attrs
 
+from stm_core import text_memo
 from stm_core.models import ContextItem, StmContext
 from stm_core.pipeline import results
 from stm_core.pipeline.results import context_item, stm_context
 from stm_core.settings import Settings
 from stm_core.store import Stm
+from tests.retained import retained_bytes
 
 from .support import GENERAL, QUEST, capture, make_turn, server_key, write
 
@@ -52,6 +54,17 @@ def test_the_tables_are_bounded() -> None:
         stm_context((item,), None, 2, -1, "freshness")
     assert len(results._items) <= results.MAX_RESULTS
     assert len(results._contexts) <= results.MAX_RESULTS
+
+
+def test_long_texts_do_not_pin_memory() -> None:
+    # 300 distinct blocks of 200,000 characters (the budget off): 60 MB if kept.
+    def build_many() -> None:
+        for n in range(300):
+            item = context_item(f"{n:03}" + "x" * 200_000, "other_channels")
+            stm_context((item,), None, 2, -1, "freshness")
+
+    held = retained_bytes(build_many)
+    assert held < 3 * text_memo.MAX_CHARS, held
 
 
 def test_derived_settings_follow_the_settings_they_come_from() -> None:

@@ -6,7 +6,9 @@ import json
 
 from stm_core import text_memo
 from stm_core.models import CrudeMessage
+from stm_core.storage.records import MemoryKey
 from stm_plugins.sqlalchemy_storage import codec
+from stm_plugins.sqlalchemy_storage.base import SentMessages
 from tests.retained import retained_bytes
 
 
@@ -84,6 +86,22 @@ def test_long_lines_do_not_pin_memory() -> None:
 
     held = retained_bytes(encode_many)
     assert held < 3 * text_memo.MAX_CHARS, held
+
+
+def test_the_messages_each_row_was_sent_with_do_not_pin_memory() -> None:
+    # 300 rows written with 200,000 characters of JSON each: 60 MB if kept.
+    sent = SentMessages()
+
+    def write_many() -> None:
+        for n in range(300):
+            text = f'[{{"n":{n:03}}}' + " " * 200_000 + "]"
+            sent.remember(MemoryKey.server("9", str(n), None), (text, ()))
+
+    held = retained_bytes(write_many)
+    assert held < 3 * text_memo.MAX_CHARS, held
+    last = MemoryKey.server("9", "299", None)
+    got = sent.get(last)
+    assert got is not None and got[0].startswith('[{"n":299}')
 
 
 def test_clean_messages_keeps_emoji_lines_as_they_are_and_replaces_lone_surrogates() -> None:
