@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
 from stm_core import arguments
+from stm_core.text_memo import TextMemo
 
 
 class NameMap(dict[str, str]):
@@ -71,7 +72,22 @@ def shared_names(names: Mapping[str, str]) -> frozenset[str]:
     """The names more than one id has in ``names``."""
     if type(names) is NameMap:
         return names.shared_names()
-    return _repeated(names.values())
+    # A host that builds a new plain map on every turn gives the same names
+    # turn after turn: a tuple of them finds the answer of the last such map
+    # (one C pass and a hash, strings hash once) instead of a set built again.
+    values = tuple(names.values())
+    shared = _PLAIN_SHARED.get(values)
+    if shared is None:
+        shared = _repeated(values)
+        if _PLAIN_SHARED.full():
+            _PLAIN_SHARED.clear()
+        _PLAIN_SHARED.remember(values, shared, len(values))
+    return shared
+
+
+#: Plain maps' names (in order) -> the names several ids share; bounded by
+#: maps and by the names they hold (``chars`` counts names here).
+_PLAIN_SHARED: TextMemo[tuple[str, ...], frozenset[str]] = TextMemo(max_entries=64)
 
 
 def _repeated(values: Iterable[str]) -> frozenset[str]:

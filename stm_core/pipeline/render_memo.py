@@ -8,17 +8,20 @@ as the label it produces, so an age that reads differently is a new key.
 Expiry, visibility, mention conversion and the prompt budget run on every
 turn and are never remembered.
 
-Keys name rows and orders by ``id``; each entry keeps those objects alive, so
-no id can be reused while its entry exists. The memo is the plugin set's
+Keys name rows and orders by ``id``. An entry holds its row weakly (checked
+on every hit: a row that died cannot pass for the new one that took its id)
+and the other objects its key names strongly (category orders and render
+functions: few and small), so the memo never keeps a row alive after the
+cache let it go. The memo is the plugin set's
 (:meth:`stm_core.hooks.Hooks.plugin_set_memo`): a new plugin set starts with
-an empty one. It starts over when it holds :data:`MAX_ENTRIES` entries or
-:data:`~stm_core.text_memo.MAX_CHARS` characters of texts and rows: the rows
-it keeps alive may have left the cache, and with the prompt budget off one
-row can hold a long summary, so a count of entries alone bounds nothing.
+an empty one. It starts over at :data:`MAX_ENTRIES` entries or
+:data:`~stm_core.text_memo.MAX_CHARS` characters of text: with the prompt
+budget off, one rendering can be long.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from stm_core.storage.records import MemoryRecord
@@ -27,7 +30,7 @@ from stm_core.text_memo import TextMemo
 #: Rendered texts kept per store and plugin set before the memo starts over.
 MAX_ENTRIES = 1024
 
-#: ``key -> (text, objects the key names by id)``.
+#: ``key -> (text, weak reference to the row, objects the key names by id)``.
 RenderMemo = TextMemo[tuple[Any, ...], tuple[Any, ...]]
 
 
@@ -35,16 +38,16 @@ def new_render_memo() -> RenderMemo:
     return TextMemo(max_entries=MAX_ENTRIES)
 
 
+def recall(memo: RenderMemo, key: tuple[Any, ...], record: MemoryRecord) -> tuple[Any, ...] | None:
+    """The entry stored under ``key`` for this very ``record``, or ``None``."""
+    hit = memo.get(key)
+    return hit if hit is not None and hit[1]() is record else None
+
+
 def remember(memo: RenderMemo, key: tuple[Any, ...], text: str | None,
              record: MemoryRecord, *keep: object) -> None:
-    """Store ``text`` under ``key``, keeping alive ``record`` and the other
+    """Store ``text`` under ``key`` for ``record``, keeping alive the other
     objects ``key`` names by id."""
     if memo.full():
         memo.clear()
-    memo.remember(key, (text, record, *keep), len(text or "") + record_chars(record))
-
-
-def record_chars(record: MemoryRecord) -> int:
-    """The characters of a row's texts (what keeping it alive holds)."""
-    return (len(record.summary or "") + sum(map(len, record.categories.values()))
-            + sum(len(m.content) for m in record.messages))
+    memo.remember(key, (text, weakref.ref(record), *keep), len(text or ""))

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from stm_core.mention_names import channel_reference
 from stm_core.models import CrudeMessage, Turn
-from stm_core.pipeline.render_memo import RenderMemo, remember
+from stm_core.pipeline.render_memo import RenderMemo, recall, remember
 from stm_core.plugin_types import OtherChannelParts
 from stm_core.profile import ServerProfile
 from stm_core.reltime import relative_time
@@ -134,7 +134,7 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
             age = "" if stable else relative_time(now_ms - record.updated_at_ms)
             slugs = order(server_id)
             memo_key = (id(record), id(slugs), same_server, chan, age, fixed)
-            hit = memo.get(memo_key)
+            hit = recall(memo, memo_key, record)
             if hit is not None:
                 piece = hit[0]
             else:
@@ -147,4 +147,17 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
             pieces.append(piece)
             if newest is None or record.updated_at_ms > newest:
                 newest = record.updated_at_ms
-    return "".join(pieces).strip(), newest
+    return joined_and_stripped(pieces), newest
+
+
+def joined_and_stripped(pieces: list[str]) -> str:
+    """``"".join(pieces).strip()`` (``pieces`` holds no empty string), without
+    copying the whole block twice: only its end pieces are stripped."""
+    first, last = 0, len(pieces) - 1
+    while first <= last and pieces[first].isspace():
+        first += 1
+    while last > first and pieces[last].isspace():
+        last -= 1
+    if first >= last:
+        return pieces[first].strip() if first == last else ""
+    return "".join([pieces[first].lstrip(), *pieces[first + 1:last], pieces[last].rstrip()])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from stm_core.expiry import is_expired
 from stm_core.models import Turn
-from stm_core.pipeline.render_memo import RenderMemo, remember
+from stm_core.pipeline.render_memo import RenderMemo, recall, remember
 from stm_core.pipeline.render_other import humanized
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import MemoryKey, MemoryRecord
@@ -60,7 +60,7 @@ def live_body(profile: ServerProfile, record: MemoryRecord | None, now_ms: int, 
         return same_channel_body(record, profile)
     # The profile fixes the mode and the labels; the row, everything else.
     key = (id(record), id(profile))
-    hit = memo.get(key)
+    hit = recall(memo, key, record)
     if hit is not None:
         body: str | None = hit[0]
         return body

@@ -97,6 +97,21 @@ def test_labels_read_the_same_from_a_name_map_and_a_plain_one(names: dict[str, s
         assert channel_label(channel, checked) == channel_label(channel, plain)
 
 
+NAME_LISTS = st.lists(st.sampled_from(["general", "art", "Art", "art "]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(NAME_LISTS, min_size=1, max_size=6))
+def test_plain_maps_remembered_by_their_names_answer_as_a_fresh_count(
+        maps: list[list[str]]) -> None:
+    # New dicts each time, often with names seen before (as a host builds a
+    # map per turn), and renames that make or break a clash.
+    for values in maps + maps[::-1]:
+        names = {str(n): name for n, name in enumerate(values)}
+        counted = {name for name in values if values.count(name) > 1}
+        assert shared_names(dict(names)) == counted
+
+
 async def test_a_build_reads_the_same_with_checked_maps(open_stm: OpenStm, backend_url: str,
                                                        clock: ManualClock) -> None:
     names = {**CHANNEL_NAMES, DUNGEON: "art"}  # two channels share a name

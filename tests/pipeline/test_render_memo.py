@@ -7,6 +7,8 @@ persona, the server's configuration) and checks the next build shows it.
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Iterable
 
 import attrs
@@ -14,7 +16,7 @@ import attrs
 from hookspecs import hookimpl
 from stm_core import text_memo
 from stm_core.clock import ManualClock
-from stm_core.pipeline.render_memo import MAX_ENTRIES, new_render_memo, remember
+from stm_core.pipeline.render_memo import MAX_ENTRIES, new_render_memo, recall, remember
 from stm_core.plugin_types import OtherChannelParts, RenderMode
 from stm_core.storage.records import MemoryKey, MemoryRecord
 from stm_core.store import Stm
@@ -132,23 +134,39 @@ def _row(n: int, summary: str = "") -> MemoryRecord:
 
 def test_the_memo_starts_over_at_its_bound() -> None:
     memo = new_render_memo()
-    for n in range(MAX_ENTRIES):
-        remember(memo, (n,), f"text {n}", _row(n))
+    rows = [_row(n) for n in range(MAX_ENTRIES)]
+    for n, row in enumerate(rows):
+        remember(memo, (n,), f"text {n}", row)
     assert len(memo) == MAX_ENTRIES
     last = _row(-1)
     remember(memo, ("one more",), "text", last)
-    assert memo == {("one more",): ("text", last)}
+    assert list(memo) == [("one more",)]
+    assert recall(memo, ("one more",), last) == ("text", memo[("one more",)][1])
 
 
-def test_long_rows_do_not_pin_memory() -> None:
-    # 300 rows of 100,000-character summaries (the budget off): 60 MB if kept
-    # with their renderings.
+def test_the_memo_keeps_no_row_alive_and_a_new_row_is_never_taken_for_a_dead_one() -> None:
+    memo = new_render_memo()
+    row = _row(1, "old")
+    remember(memo, (id(row),), "[old]", row)
+    gone = weakref.ref(row)
+    del row
+    gc.collect()
+    assert gone() is None
+    # Whatever object takes the id now, the entry answers for nobody.
+    newcomer = _row(1, "new")
+    assert recall(memo, (id(newcomer),), newcomer) is None
+
+
+def test_long_renderings_do_not_pin_memory() -> None:
+    # 300 rows of 100,000-character summaries (the budget off): 30 MB of
+    # renderings if kept, and as much again in the rows.
     memo = new_render_memo()
 
     def render_many() -> None:
         for n in range(300):
             summary = f"{n:03}" + "x" * 100_000
-            remember(memo, (n,), f"[{summary}]", _row(n, summary))
+            row = _row(n, summary)
+            remember(memo, (n,), f"[{summary}]", row)
 
     held = retained_bytes(render_many)
     assert held < 3 * text_memo.MAX_CHARS, held
