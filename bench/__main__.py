@@ -31,6 +31,7 @@ from bench import (
     scenarios_scale,
     scenarios_server_scale,
     scenarios_telemetry,
+    scenarios_turn_split,
     scenarios_view,
 )
 from bench.config import RunConfig, make_config
@@ -43,6 +44,7 @@ SCENARIOS: dict[str, Scenario] = {
     "record": scenarios_record.sqlite_ratios,
     "postgres": scenarios_record.postgres_ratio,
     "concurrent": scenarios_record.concurrent_throughput,
+    "turn_split": scenarios_turn_split.run,
     "peers": scenarios_peers.run,
     "scale": scenarios_scale.run,
     "server_scale": scenarios_server_scale.run,

@@ -206,7 +206,9 @@ FLOORS_SECTION = [
     "", "**Whole-turn floor** (`floor_thread_turn`). The write above, the returned row kept "
     "in a plain dict, then a hand-written build (`floors.HandBuild`: dicts and f-strings "
     "for this one workload) over that dict. The texts it renders are compared with stm's "
-    "before timing (`turn_texts`); stm's turn is `record_turn` + warm `build_context`.",
+    "before timing (`turn_texts`); stm's turn is `record_turn` + warm `build_context`. "
+    "The same turns split in two (`turn_split_cpu_us`): the main thread's CPU time around "
+    "each half, the write and the build after it, for both sides.",
     "", "**Concurrency floor**. The same writer thread: with 100 callers at once it drains "
     "whatever is queued and commits it as one transaction, a plain group-commit writer of "
     "about 60 lines. stm batches the same way, so the ratio measures what stm spends per "
@@ -286,6 +288,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines += _build_section(results) + _growth_section(results) + _scale_section(results)
     lines += _server_scale_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
+    lines += _turn_split_section(results)
     lines += _out_of_order_section(results) + _names_section(results)
     lines += _cli_section(results)
     if results.get("errors"):
@@ -458,6 +461,24 @@ def _concurrency_section(r: dict[str, Any]) -> list[str]:
             f"| writes only | {_fmt(rate['stm_writes'])} | {_fmt(rate['floor_writes'])} | "
             f"{_fmt(r.get('concurrent_write_throughput_ratio'))} | {_fmt(cpu['stm_writes'])} | "
             f"{_fmt(cpu['floor_writes'])} |"]
+
+
+def _turn_split_section(r: dict[str, Any]) -> list[str]:
+    cpu = r.get("turn_split_cpu_us")
+    if not cpu:
+        return []
+    return ["", "## Where a host turn's CPU goes", "",
+            "Whole host turns (`record_turn`, then `build_context`; the floor's write, then its "
+            "hand-written build over its own dict), the main thread's CPU time read around "
+            "each half; the writer threads run the same SQL on both sides and are not "
+            "counted. Unlike `build_ratio`'s warm build of a server nobody writes to, the "
+            "build here follows a write: the row just written moves the other channels, one "
+            "of them is shown for the first time and the block is new to convert.", "",
+            "| half | stm CPU µs | floor CPU µs | ratio |", "|---|---:|---:|---:|",
+            f"| write | {_fmt(cpu.get('stm_record'))} | {_fmt(cpu.get('floor_write'))} | "
+            f"{_fmt(r.get('turn_split_record_cpu_ratio'))} |",
+            f"| build | {_fmt(cpu.get('stm_build'))} | {_fmt(cpu.get('floor_build'))} | "
+            f"{_fmt(r.get('turn_split_build_cpu_ratio'))} |"]
 
 
 def _server_scale_section(r: dict[str, Any]) -> list[str]:

@@ -184,6 +184,18 @@ def test_a_big_guilds_names_are_measured(tiny_run: tuple[dict[str, Any], Path, s
     assert "## A big guild's names" in (out / "RESULTS.md").read_text(encoding="utf-8")
 
 
+def test_a_host_turn_is_split_into_its_write_and_its_build(
+        tiny_run: tuple[dict[str, Any], Path, str]) -> None:
+    results, out, _ = tiny_run
+    cpu = results["turn_split_cpu_us"]
+    assert set(cpu) == {"stm_record", "stm_build", "floor_write", "floor_build"}
+    assert all(us > 0 for us in cpu.values())
+    assert results["turn_split_texts_equal"] is True
+    assert results["turn_split_build_cpu_ratio"] == round(cpu["stm_build"] / cpu["floor_build"],
+                                                          3)
+    assert "## Where a host turn's CPU goes" in (out / "RESULTS.md").read_text(encoding="utf-8")
+
+
 def test_the_out_of_order_floor_keeps_the_order_the_view_keeps() -> None:
     # The floor must do the view's job, or the ratio against it means nothing.
     import random
