@@ -48,12 +48,13 @@ def test_items_and_contexts_are_reused_only_for_the_very_same_texts() -> None:
         memory_items=three, nudge_injection_depth=2, memory_injection_depth=-1)
 
 
-def test_the_tables_are_bounded() -> None:
-    for n in range(results.MAX_RESULTS * 2):
+def test_only_the_last_result_of_each_kind_is_kept() -> None:
+    for n in range(100):
         item = context_item(f"text {n}", "same_channel")
         stm_context((item,), None, 2, -1, "freshness")
-    assert len(results._items) <= results.MAX_RESULTS
-    assert len(results._contexts) <= results.MAX_RESULTS
+    assert len(results._last_items) <= 3 and len(results._last_context) == 1
+    again = "".join(["text ", "99"])
+    assert context_item(again, "same_channel").text is again  # not the kept one's text
 
 
 def test_long_texts_do_not_pin_memory() -> None:
