@@ -52,6 +52,12 @@ _converted: tuple[Turn | None, dict[str, str]] = (None, {})
 #: can be long.
 RECENT_TEXTS = 256
 _recent: TextMemo[str, tuple[str, _Mentions]] = TextMemo(max_entries=RECENT_TEXTS)
+#: Hashes of texts converted once and not remembered: a text is remembered
+#: when it comes back. A host's turn follows a write, so its other-channel
+#: block is most often new and never seen again; keeping each would cost
+#: memory and collector time for nothing. A hash shared by two texts only
+#: makes the second remembered early.
+_seen_once: set[int] = set()
 
 
 def convert_discord_mentions(text: str, turn: Turn) -> str:
@@ -85,10 +91,22 @@ def convert_discord_mentions(text: str, turn: Turn) -> str:
             return out
 
         converted = _MENTION.sub(mention, converted)
+    _remember(text, converted, tuple(found.values()))
+    return converted
+
+
+def _remember(text: str, converted: str, mentions: _Mentions) -> None:
+    """Remember a text's conversion the second time it is converted."""
+    seen = hash(text)  # already worked out by the lookup: strings keep their hash
+    if seen not in _seen_once:
+        if len(_seen_once) >= 4 * RECENT_TEXTS:
+            _seen_once.clear()
+        _seen_once.add(seen)
+        return
+    _seen_once.discard(seen)
     if _recent.full():
         _recent.clear()
-    _recent.remember(text, (converted, tuple(found.values())), len(text) + len(converted))
-    return converted
+    _recent.remember(text, (converted, mentions), len(text) + len(converted))
 
 
 @hookimpl(trylast=True)

@@ -55,9 +55,27 @@ def test_a_name_that_disappears_leaves_the_mention_as_it_was() -> None:
         "<@42> asked Bob")
 
 
+def test_a_text_is_remembered_when_it_comes_back() -> None:
+    text = "<@42> said hi in <#100>, once"
+    convert_discord_mentions(text, turn())
+    assert text not in discord_mentions._recent
+    again = convert_discord_mentions(text, turn())
+    assert discord_mentions._recent[text][0] == again == (
+        "Alice said hi in the channel named `general`, once")
+    assert convert_discord_mentions(text, turn()) is again
+
+
+def test_texts_seen_once_are_counted_and_bounded() -> None:
+    for n in range(discord_mentions.RECENT_TEXTS * 8):
+        convert_discord_mentions(f"<@42> one-off {n}", turn())
+    assert len(discord_mentions._seen_once) <= 4 * discord_mentions.RECENT_TEXTS
+    assert not any(text.startswith("<@42> one-off") for text in discord_mentions._recent)
+
+
 def test_the_memo_is_bounded() -> None:
     for n in range(discord_mentions.RECENT_TEXTS * 2):
-        convert_discord_mentions(f"<@42> #{n}", turn())
+        for _ in range(2):  # a text is remembered when it comes back
+            convert_discord_mentions(f"<@42> #{n}", turn())
     assert len(discord_mentions._recent) <= discord_mentions.RECENT_TEXTS
 
 
@@ -66,7 +84,8 @@ def test_long_blocks_do_not_pin_memory() -> None:
     def convert_many() -> None:
         for n in range(100):
             text = f"<@42> {n:03}" + "x" * 200_000
-            assert convert_discord_mentions(text, turn()).startswith("Alice ")
+            for _ in range(2):  # a text is remembered when it comes back
+                assert convert_discord_mentions(text, turn()).startswith("Alice ")
 
     held = retained_bytes(convert_many)
     assert held < 3 * text_memo.MAX_CHARS, held
