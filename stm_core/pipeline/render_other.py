@@ -147,17 +147,4 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
             pieces.append(piece)
             if newest is None or record.updated_at_ms > newest:
                 newest = record.updated_at_ms
-    return joined_and_stripped(pieces), newest
-
-
-def joined_and_stripped(pieces: list[str]) -> str:
-    """``"".join(pieces).strip()`` (``pieces`` holds no empty string), without
-    copying the whole block twice: only its end pieces are stripped."""
-    first, last = 0, len(pieces) - 1
-    while first <= last and pieces[first].isspace():
-        first += 1
-    while last > first and pieces[last].isspace():
-        last -= 1
-    if first >= last:
-        return pieces[first].strip() if first == last else ""
-    return "".join([pieces[first].lstrip(), *pieces[first + 1:last], pieces[last].rstrip()])
+    return "".join(pieces).strip(), newest

@@ -58,6 +58,10 @@ def live_body(profile: ServerProfile, record: MemoryRecord | None, now_ms: int, 
         return None
     if memo is None:
         return same_channel_body(record, profile)
+    if not record.has_content:
+        # Raw lines only (the live row between refreshes): nothing to render
+        # and nothing worth an entry (the row is new on every turn).
+        return None
     # The profile fixes the mode and the labels; the row, everything else.
     key = (id(record), id(profile))
     hit = recall(memo, key, record)

@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import attrs
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from hookspecs import hookimpl
 from stm_core.clock import ManualClock
-from stm_core.pipeline.render_other import joined_and_stripped
 from stm_core.plugin_types import OtherChannelParts, RenderMode
 from stm_core.store import Stm
 
@@ -190,8 +187,3 @@ async def test_a_plugin_render_mode_changes_the_output(stm: Stm) -> None:
     assert text == ("<<[System: Tomori remembers a recent conversation in the channel "
                     "named `art` (just now): Mural.>>]")
 
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.text(alphabet=" \n\t[]ab", min_size=1, max_size=6), max_size=6))
-def test_the_block_is_its_pieces_joined_and_stripped(pieces: list[str]) -> None:
-    assert joined_and_stripped(pieces) == "".join(pieces).strip()
