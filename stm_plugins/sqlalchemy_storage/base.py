@@ -258,15 +258,15 @@ class SqlStorageAdapter(abc.ABC):
         params = []
         sent = []
         last_messages: object = None
-        last_json = ""
-        last_clean: tuple[CrudeMessage, ...] = ()
+        last_sent: tuple[str, tuple[CrudeMessage, ...]] = ("", ())
         for w in writes:
-            # A turn captures the same messages for several keys: encode them once.
+            # A turn captures the same messages for several keys: encode them
+            # once, and remember them for every key as one object.
             if w.messages is not last_messages:
-                last_clean = codec.clean_messages(w.messages)
-                last_messages, last_json = w.messages, codec.encode_messages(last_clean)
-            params.append(codec.capture_params(w, last_json))
-            sent.append((last_json, last_clean))
+                clean = codec.clean_messages(w.messages)
+                last_messages, last_sent = w.messages, (codec.encode_messages(clean), clean)
+            params.append(codec.capture_params(w, last_sent[0]))
+            sent.append(last_sent)
 
         remember = self._sent.remember
 
