@@ -120,7 +120,7 @@ def name_map(value: object, field: str) -> Mapping[str, str]:
 def instances_of(value: object, cls: type[T], field: str, example: str) -> Sequence[T]:
     """A list or tuple whose items are all ``cls`` (plain dicts are refused:
     stm does not guess what a dict's keys mean)."""
-    if not isinstance(value, list | tuple):
+    if not isinstance(value, (list, tuple)):  # a tuple: a union is built on every call
         raise ValidationError(f"{field} must be a list of {cls.__name__}, got "
                               f"{_type_name(value)}", field=field,
                               allowed=f"a list of {cls.__name__}")
