@@ -1,7 +1,9 @@
 """Stages 2 to 6 as one walk over the newest rows: the candidates a build shows.
 
 gather -> crossserver -> expiry -> visibility -> sortcap keep their rules
-(one module each); this module only orders the work. The current server's
+(one module each); this module only orders the work. The usual guild turn
+(nothing folded in) walks in one loop, ``sortcap.first_own_visible``, which
+a property test keeps equal to the stages it fuses. The current server's
 rows come lazily, newest first, from its cached view, and the walk ends once
 ``max_other_channels`` rows passed every filter: a warm build touches the few
 rows it may show, not every channel of the server. Folded and DM rows (one
@@ -30,7 +32,7 @@ from stm_core.pipeline.crossserver import folded_rows
 from stm_core.pipeline.expiry import drop_expired, shown_at
 from stm_core.pipeline.gather import dm_candidates, server_candidates
 from stm_core.pipeline.load import Loaded
-from stm_core.pipeline.sortcap import first_visible
+from stm_core.pipeline.sortcap import first_own_visible, first_visible
 from stm_core.pipeline.visibility import (
     current_settings,
     origin_settings,
@@ -88,6 +90,13 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded
                 ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
     env = stm.settings
     now, crude_ttl, summary_ttl = loaded.now_ms, env.crude_ttl_ms, env.summary_ttl_ms
+    server = loaded.server
+    if server is not None and not loaded.opt_in:
+        # The usual guild turn: nothing folded in, the server's own rows alone.
+        servers = current_settings(turn, loaded.profile)
+        visible = visibility_filter(stm, turn, loaded.profile, False, servers)
+        return first_own_visible(server, turn, visible, env.max_other_channels, now_ms=now,
+                                 crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl), servers
     own: Iterator[MemoryRecord] = iter(())
     if loaded.server is not None:
         own = server_candidates(turn, loaded.server)

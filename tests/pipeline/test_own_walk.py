@@ -1,0 +1,57 @@
+"""The usual guild turn's walk, written as one loop, keeps exactly the rows the
+stages it fuses keep: the candidates of ``gather``, the expiry of
+``expiry.shown_at``, visibility and the cap of ``sortcap.first_visible``."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stm_core.cache import MemoryView
+from stm_core.models import Turn, crude_line
+from stm_core.pipeline.expiry import shown_at
+from stm_core.pipeline.gather import server_candidates
+from stm_core.pipeline.sortcap import first_own_visible, first_visible
+from stm_core.storage.records import MemoryKey, MemoryRecord
+
+CHANNELS = ("1", "2", "3", "4", "5")
+NOW = 100_000
+CRUDE_TTL, SUMMARY_TTL = 20_000, 50_000
+#: Ages on either side of each TTL, and on it.
+AT_THE_EDGES = [ttl + d for ttl in (CRUDE_TTL, SUMMARY_TTL) for d in (-1, 0, 1)]
+
+ROWS = st.builds(
+    lambda channel, persona, lineage, summary, categories, lines, age, rev: MemoryRecord(
+        key=MemoryKey.server("9", channel, persona), persona_lineage_id=lineage,
+        summary=summary, categories=categories,
+        messages=tuple(crude_line("user", text, "Ann", 0) for text in lines),
+        updated_at_ms=NOW - age, rev=rev),
+    st.sampled_from(CHANNELS), st.sampled_from([None, "p1"]),
+    st.sampled_from([None, "L1", "L2"]), st.sampled_from([None, "", "a summary"]),
+    st.dictionaries(st.sampled_from(["mood", "plan"]), st.sampled_from(["", " ", "calm"]),
+                    max_size=2),
+    st.lists(st.sampled_from(["hi", "yo"]), max_size=2),
+    st.integers(0, 60_000) | st.sampled_from(AT_THE_EDGES), st.integers(1, 3))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(ROWS, max_size=12), st.sampled_from(CHANNELS),
+       st.sampled_from([None, "", "L1", "L2"]), st.integers(-1, 4),
+       st.sets(st.sampled_from(CHANNELS)), st.booleans())
+def test_the_fused_walk_keeps_what_the_stages_keep(
+        rows: list[MemoryRecord], channel: str, lineage: str | None, cap: int,
+        hidden: set[str], any_policy: bool) -> None:
+    view = MemoryView(rows, max_rows=len(rows) + 1)
+    turn = Turn(user_id="42", channel_id=channel, server_id="9",
+                persona_lineage_id=lineage)
+
+    def visible(r: MemoryRecord) -> bool:
+        return r.key.channel_id not in hidden
+
+    policy = visible if any_policy else None
+    fused = first_own_visible(view, turn, policy, cap, now_ms=NOW, crude_ttl_ms=CRUDE_TTL,
+                              summary_ttl_ms=SUMMARY_TTL)
+    staged = first_visible(server_candidates(turn, view), policy, cap,
+                           shown_at(NOW, crude_ttl_ms=CRUDE_TTL, summary_ttl_ms=SUMMARY_TTL))
+    assert fused == staged
+    assert all(a is b for a, b in zip(fused, staged, strict=True))
