@@ -96,6 +96,10 @@ class Window:
     back: float
     #: The next outage's start, or the end of the run.
     until: float = float("inf")
+    #: Probe versions written from then on are left out of staleness: one
+    #: written just before the next outage cuts it off may show only after
+    #: that outage, and its delay would be the next outage's, not this one's.
+    shown_by: float = float("inf")
 
 
 async def end_sessions(proxy: PgProxy) -> int:
@@ -142,7 +146,10 @@ async def run(proxy: PgProxy, procs: list[Shard]) -> tuple[list[Window], list[di
     others = await asyncio.gather(*(p.call("stop", "report") for p in procs[1:]))
     reports = [writer_report, *others]
     ends = [w.cut for w in windows[1:]] + [end]
-    return [attrs.evolve(w, until=t) for w, t in zip(windows, ends, strict=True)], reports
+    # The last window's watchers get 2 * STALENESS_BOUND_S after the end.
+    shown_by = [w.cut - STALENESS_BOUND_S for w in windows[1:]] + [end]
+    return [attrs.evolve(w, until=t, shown_by=by)
+            for w, t, by in zip(windows, ends, shown_by, strict=True)], reports
 
 
 def first_in(times: list[float], window: Window) -> float | None:
@@ -172,7 +179,7 @@ def staleness_after(written: list[list[Any]], seen: dict[str, float],
     shown = sorted((int(k), t) for k, t in seen.items())
     out = []
     for version, t0 in written:
-        if not window.back <= t0 < window.until:
+        if not window.back <= t0 < window.shown_by:
             continue
         times = [t for k, t in shown if k >= version]
         assert times, f"v{version} ({t0 - window.back:.2f} s after the return) never showed"
