@@ -8,8 +8,6 @@ Runs before visibility, which may need to load the settings of a row's server.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from stm_core.expiry import is_expired
 from stm_core.storage.records import MemoryRecord
 
@@ -31,17 +29,3 @@ def drop_expired(candidates: list[MemoryRecord], now_ms: int, *, crude_ttl_ms: i
                  summary_ttl_ms: int) -> list[MemoryRecord]:
     return [r for r in candidates
             if is_shown(r, now_ms, crude_ttl_ms=crude_ttl_ms, summary_ttl_ms=summary_ttl_ms)]
-
-
-def shown_at(now_ms: int, *, crude_ttl_ms: int,
-             summary_ttl_ms: int) -> Callable[[MemoryRecord], bool]:
-    """:func:`is_shown` at ``now_ms`` as one test per row, with the two
-    cut-off times worked out once (a build walks rows with it)."""
-    summary_since, crude_since = now_ms - summary_ttl_ms, now_ms - crude_ttl_ms
-
-    def shown(r: MemoryRecord) -> bool:
-        if r.summary:  # content, and the summary's TTL
-            return r.updated_at_ms >= summary_since
-        return r.updated_at_ms >= crude_since and bool(
-            r.messages or any(v.strip() for v in r.categories.values()))
-    return shown

@@ -6,27 +6,16 @@
 
 Both filter by persona lineage when the turn's lineage id is truthy; with no
 lineage every persona's rows match (one channel may then appear once per
-persona). Candidates come newest first, in the cached view's own order, and
-the server's are produced lazily: the cap stops the walk (stage 6).
+persona). Candidates come newest first, in the cached view's own order. The
+server's own rows are not listed here: the walk (``sortcap.first_visible``)
+applies this rule to each row it reaches, and the cap stops it (stage 6).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from stm_core.cache import MemoryView
 from stm_core.models import Turn
 from stm_core.pipeline.load import Loaded
 from stm_core.storage.records import DM_SERVER, MemoryRecord
-
-
-def server_candidates(turn: Turn, view: MemoryView) -> Iterator[MemoryRecord]:
-    channel = turn.channel_id
-    lineage = turn.persona_lineage_id
-    if lineage:
-        return (r for r in view.newest_first()
-                if r.key.channel_id != channel and r.persona_lineage_id == lineage)
-    return (r for r in view.newest_first() if r.key.channel_id != channel)
 
 
 def dm_candidates(turn: Turn, loaded: Loaded) -> list[MemoryRecord]:

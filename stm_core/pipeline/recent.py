@@ -1,9 +1,7 @@
 """Stages 2 to 6 as one walk over the newest rows: the candidates a build shows.
 
 gather -> crossserver -> expiry -> visibility -> sortcap keep their rules
-(one module each); this module only orders the work. The usual guild turn
-(nothing folded in) walks in one loop, ``sortcap.first_own_visible``, which
-a property test keeps equal to the stages it fuses. The current server's
+(one module each); this module only orders the work. The current server's
 rows come lazily, newest first, from its cached view, and the walk ends once
 ``max_other_channels`` rows passed every filter: a warm build touches the few
 rows it may show, not every channel of the server. Folded and DM rows (one
@@ -20,7 +18,7 @@ unbounded cache would give.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -29,10 +27,10 @@ import attrs
 from stm_core.cache import MemoryView, UserView
 from stm_core.models import Turn
 from stm_core.pipeline.crossserver import folded_rows
-from stm_core.pipeline.expiry import drop_expired, shown_at
-from stm_core.pipeline.gather import dm_candidates, server_candidates
+from stm_core.pipeline.expiry import drop_expired
+from stm_core.pipeline.gather import dm_candidates
 from stm_core.pipeline.load import Loaded
-from stm_core.pipeline.sortcap import first_own_visible, first_visible
+from stm_core.pipeline.sortcap import first_visible
 from stm_core.pipeline.visibility import (
     current_settings,
     origin_settings,
@@ -91,29 +89,18 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded
     env = stm.settings
     now, crude_ttl, summary_ttl = loaded.now_ms, env.crude_ttl_ms, env.summary_ttl_ms
     server = loaded.server
-    if server is not None and not loaded.opt_in:
-        # The usual guild turn: nothing folded in, the server's own rows alone.
-        servers = current_settings(turn, loaded.profile)
-        visible = visibility_filter(stm, turn, loaded.profile, False, servers)
-        return first_own_visible(server, turn, visible, env.max_other_channels, now_ms=now,
-                                 crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl), servers
-    own: Iterator[MemoryRecord] = iter(())
-    if loaded.server is not None:
-        own = server_candidates(turn, loaded.server)
-        few = folded_rows(turn, loaded)
-    else:
-        few = dm_candidates(turn, loaded)
+    few = folded_rows(turn, loaded) if server is not None else dm_candidates(turn, loaded)
     # No folded or DM rows (the usual guild turn): no other server's settings.
     if few:
         few = drop_expired(few, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
     servers = (await origin_settings(stm, turn, loaded.profile, few) if few
                else current_settings(turn, loaded.profile))
     visible = visibility_filter(stm, turn, loaded.profile, loaded.opt_in, servers)
-    # Equal times: the server's own rows before folded ones (merge is stable).
-    # The usual guild turn has no folded rows: its own rows alone, no merge.
-    rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
-    # Expiry checked while walking (the folded rows, already filtered, pass it
-    # again: a few rows at most).
-    return first_visible(rows, visible, env.max_other_channels,
-                         shown_at(now, crude_ttl_ms=crude_ttl,
-                                  summary_ttl_ms=summary_ttl)), servers
+    rows: Iterable[MemoryRecord] = few
+    if server is not None:
+        # Equal times: the server's own rows before folded ones (merge is
+        # stable). The usual guild turn has no folded rows: no merge.
+        own = server.newest_first()
+        rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
+    return first_visible(rows, turn, visible, env.max_other_channels, now_ms=now,
+                         crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl), servers

@@ -1,6 +1,6 @@
-"""The usual guild turn's walk, written as one loop, keeps exactly the rows the
-stages it fuses keep: the candidates of ``gather``, the expiry of
-``expiry.shown_at``, visibility and the cap of ``sortcap.first_visible``."""
+"""The walk of every build, written as one loop, keeps exactly the rows the
+rules keep: other channels of the turn's persona lineage (``gather``), not
+expired (``expiry.is_shown``), visible, the newest first up to the cap."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from hypothesis import strategies as st
 
 from stm_core.cache import MemoryView
 from stm_core.models import Turn, crude_line
-from stm_core.pipeline.expiry import shown_at
-from stm_core.pipeline.gather import server_candidates
-from stm_core.pipeline.sortcap import first_own_visible, first_visible
+from stm_core.pipeline.expiry import is_shown
+from stm_core.pipeline.sortcap import first_visible
 from stm_core.storage.records import MemoryKey, MemoryRecord
 
 CHANNELS = ("1", "2", "3", "4", "5")
@@ -38,7 +37,7 @@ ROWS = st.builds(
 @given(st.lists(ROWS, max_size=12), st.sampled_from(CHANNELS),
        st.sampled_from([None, "", "L1", "L2"]), st.integers(-1, 4),
        st.sets(st.sampled_from(CHANNELS)), st.booleans())
-def test_the_fused_walk_keeps_what_the_stages_keep(
+def test_the_walk_keeps_what_the_rules_keep(
         rows: list[MemoryRecord], channel: str, lineage: str | None, cap: int,
         hidden: set[str], any_policy: bool) -> None:
     view = MemoryView(rows, max_rows=len(rows) + 1)
@@ -49,9 +48,12 @@ def test_the_fused_walk_keeps_what_the_stages_keep(
         return r.key.channel_id not in hidden
 
     policy = visible if any_policy else None
-    fused = first_own_visible(view, turn, policy, cap, now_ms=NOW, crude_ttl_ms=CRUDE_TTL,
-                              summary_ttl_ms=SUMMARY_TTL)
-    staged = first_visible(server_candidates(turn, view), policy, cap,
-                           shown_at(NOW, crude_ttl_ms=CRUDE_TTL, summary_ttl_ms=SUMMARY_TTL))
-    assert fused == staged
-    assert all(a is b for a, b in zip(fused, staged, strict=True))
+    walked = first_visible(view.newest_first(), turn, policy, cap, now_ms=NOW,
+                           crude_ttl_ms=CRUDE_TTL, summary_ttl_ms=SUMMARY_TTL)
+    # The rules, one by one, over the rows newest first.
+    ruled = [r for r in view.newest_first()
+             if r.key.channel_id != channel and (not lineage or r.persona_lineage_id == lineage)
+             and is_shown(r, NOW, crude_ttl_ms=CRUDE_TTL, summary_ttl_ms=SUMMARY_TTL)
+             and (policy is None or policy(r))][:max(cap, 0)]
+    assert walked == ruled
+    assert all(a is b for a, b in zip(walked, ruled, strict=True))
