@@ -10,14 +10,14 @@ is a DM. A field of the wrong type raises :class:`~stm_core.errors.ValidationErr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 import attrs
 
 from stm_core import arguments
 from stm_core.errors import ValidationError
 from stm_core.names import IdSet, NameMap
-from stm_core.unchecked import check_plain, slot_setter
+from stm_core.unchecked import unchecked_maker
 
 #: Tag carried by every item stm emits (memory blocks and the nudge).
 STM_TAG = "KNOWLEDGE_SHORT_TERM_MEMORY"
@@ -212,29 +212,17 @@ class CrudeMessage:
     author_id: str | None = None
 
 
-check_plain(CrudeMessage)
-_new_object = object.__new__
-_set_role = slot_setter(CrudeMessage, "role")
-_set_content = slot_setter(CrudeMessage, "content")
-_set_speaker = slot_setter(CrudeMessage, "speaker_name")
-_set_timestamp = slot_setter(CrudeMessage, "timestamp_ms")
-_set_author = slot_setter(CrudeMessage, "author_id")
+class _LineMaker(Protocol):
+    def __call__(self, role: Literal["user", "model"], content: str,
+                 speaker_name: str | None, timestamp_ms: int,
+                 author_id: str | None = None) -> CrudeMessage: ...
 
 
-def crude_line(role: Literal["user", "model"], content: str, speaker_name: str | None,
-               timestamp_ms: int, author_id: str | None = None) -> CrudeMessage:
-    """``CrudeMessage(...)`` without the keyword ``__init__`` attrs generates:
-    the same object (the class checks nothing on init, verified at import by
-    :func:`~stm_core.unchecked.check_plain`), each slot set through its
-    descriptor, in about two thirds of the time. Every turn stores ten lines,
-    and loading a row decodes them."""
-    line = _new_object(CrudeMessage)
-    _set_role(line, role)
-    _set_content(line, content)
-    _set_speaker(line, speaker_name)
-    _set_timestamp(line, timestamp_ms)
-    _set_author(line, author_id)
-    return line
+#: ``CrudeMessage(...)`` with the fields by position too, without the keyword
+#: ``__init__`` attrs generates: the same object, each slot set through its
+#: descriptor (:mod:`stm_core.unchecked`), in about two thirds of the time.
+#: Every turn stores ten lines, and loading a row decodes them.
+crude_line = cast(_LineMaker, unchecked_maker(CrudeMessage, positional=True))
 
 
 @attrs.frozen(kw_only=True)

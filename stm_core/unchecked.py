@@ -20,24 +20,32 @@ _INIT_HOOKS = ("__attrs_pre_init__", "__attrs_post_init__")
 _FACTORY: type = type(attrs.Factory(list))
 
 
-def unchecked_maker(cls: type[T]) -> Callable[..., T]:
+def unchecked_maker(cls: type[T], *, positional: bool = False) -> Callable[..., T]:
     """``make(**fields)``: an instance of ``cls``, the fields given by keyword
     as to the class itself (plain defaults apply; a field with a factory
-    default must be given). Raises :class:`TypeError` for a class whose
-    ``__init__`` does more than set its fields."""
+    default must be given). With ``positional``, the fields may also be given
+    by position, in the class's field order (a test should pin that order).
+    Raises :class:`TypeError` for a class whose ``__init__`` does more than
+    set its fields."""
     check_plain(cls)
     scope: dict[str, Any] = {"_stm_new": object.__new__, "_stm_cls": cls}
     params, body = [], ["    made = _stm_new(_stm_cls)"]
+    defaulted = False
     for field in attrs.fields(cast(Any, cls)):
         name = field.alias  # the keyword the class's own __init__ takes
         if field.default is attrs.NOTHING or isinstance(field.default, _FACTORY):
+            if positional and defaulted:
+                raise TypeError(f"{cls.__name__}.{name} has no default but follows one "
+                                "that has: the fields cannot be given by position")
             params.append(name)
         else:
+            defaulted = True
             scope[f"_stm_default_{name}"] = field.default
             params.append(f"{name}=_stm_default_{name}")
         scope[f"_stm_set_{name}"] = slot_setter(cls, field.name)
         body.append(f"    _stm_set_{name}(made, {name})")
-    source = "\n".join([f"def make(*, {', '.join(params)}):", *body, "    return made"])
+    star = "" if positional else "*, "
+    source = "\n".join([f"def make({star}{', '.join(params)}):", *body, "    return made"])
     exec(source, scope)  # code made from the class's field names only
     make: Callable[..., T] = scope["make"]
     make.__qualname__ = make.__name__ = f"make_{cls.__name__}"

@@ -70,6 +70,21 @@ def test_a_factory_default_must_be_given_and_unknown_fields_are_refused() -> Non
 
 
 @attrs.frozen
+class RequiredAfterDefault:
+    first: int = 1
+    second: int = attrs.field(factory=int)
+
+
+def test_by_position_only_when_the_field_order_allows_it() -> None:
+    unchecked_maker(RequiredAfterDefault)  # by keyword: fine
+    with pytest.raises(TypeError, match="by position"):
+        unchecked_maker(RequiredAfterDefault, positional=True)
+    make = unchecked_maker(CaptureWrite, positional=True)
+    key = MemoryKey.server("9", "1", None)
+    same_object(make(key, (), 5), CaptureWrite(key=key, messages=(), now_ms=5))
+
+
+@attrs.frozen
 class Checked:
     size: int = attrs.field(validator=attrs.validators.instance_of(int))
 
