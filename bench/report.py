@@ -467,18 +467,23 @@ def _turn_split_section(r: dict[str, Any]) -> list[str]:
     cpu = r.get("turn_split_cpu_us")
     if not cpu:
         return []
+    wall = r.get("turn_split_wall_us", {})
     return ["", "## Where a host turn's CPU goes", "",
             "Whole host turns (`record_turn`, then `build_context`; the floor's write, then its "
-            "hand-written build over its own dict), the main thread's CPU time read around "
-            "each half; the writer threads run the same SQL on both sides and are not "
-            "counted. Unlike `build_ratio`'s warm build of a server nobody writes to, the "
+            "hand-written build over its own dict), the main thread's CPU time and the wall "
+            "time read around each half; the writer threads run the same SQL on both sides "
+            "and their CPU is not counted (the write's wall time includes waiting for them). "
+            "Unlike `build_ratio`'s warm build of a server nobody writes to, the "
             "build here follows a write: the row just written moves the other channels, one "
             "of them is shown for the first time and the block is new to convert.", "",
-            "| half | stm CPU µs | floor CPU µs | ratio |", "|---|---:|---:|---:|",
+            "| half | stm CPU µs | floor CPU µs | CPU ratio | stm wall µs | floor wall µs |",
+            "|---|---:|---:|---:|---:|---:|",
             f"| write | {_fmt(cpu.get('stm_record'))} | {_fmt(cpu.get('floor_write'))} | "
-            f"{_fmt(r.get('turn_split_record_cpu_ratio'))} |",
+            f"{_fmt(r.get('turn_split_record_cpu_ratio'))} | {_fmt(wall.get('stm_record'))} | "
+            f"{_fmt(wall.get('floor_write'))} |",
             f"| build | {_fmt(cpu.get('stm_build'))} | {_fmt(cpu.get('floor_build'))} | "
-            f"{_fmt(r.get('turn_split_build_cpu_ratio'))} |"]
+            f"{_fmt(r.get('turn_split_build_cpu_ratio'))} | {_fmt(wall.get('stm_build'))} | "
+            f"{_fmt(wall.get('floor_build'))} |"]
 
 
 def _server_scale_section(r: dict[str, Any]) -> list[str]:

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench import workload as w
 from bench.config import RunConfig
@@ -158,9 +158,16 @@ async def thread_tool_writer(path: Path, clock: ManualClock) -> ThreadToolWriter
     return floor
 
 
-async def host_turn_pair(stm: Stm, clock: ManualClock, writer: ThreadWriter, load: Workload
-                         ) -> tuple[Callable[[int], Awaitable[StmContext]],
-                                    Callable[[int], Awaitable[FloorResult]], dict[str, Any]]:
+class HostTurns(NamedTuple):
+    ours: Callable[[int], Awaitable[StmContext]]
+    theirs: Callable[[int], Awaitable[FloorResult]]
+    #: The floor ``theirs`` runs, every channel in its dict.
+    floor: FloorTurn
+    check: dict[str, Any]
+
+
+async def host_turn_pair(stm: Stm, clock: ManualClock, writer: ThreadWriter,
+                         load: Workload) -> HostTurns:
     """stm's host turn and the floor's on ``load.server`` (categories and render
     mode configured like the build scenario's server), every channel written
     once, and the texts of one turn compared before anything is timed."""
@@ -178,7 +185,7 @@ async def host_turn_pair(stm: Stm, clock: ManualClock, writer: ThreadWriter, loa
     if got != want:
         check["difference"] = first_difference(got, want)
         log.warning("host turn texts differ from the floor's: %s", check["difference"])
-    return ours, theirs, check
+    return HostTurns(ours, theirs, floor, check)
 
 
 async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
@@ -223,7 +230,8 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
                 await raw.write_summary(load.server, load.channel(i), w.USER_ID,
                                         summaries[i % WINDOWS], w.EPOCH_MS + i * 1000)
 
-            stm_turn, floor_turn, check = await host_turn_pair(stm, clock, writer, turn_load)
+            stm_turn, floor_turn, _floor, check = await host_turn_pair(stm, clock, writer,
+                                                                      turn_load)
             stats = await interleave({
                 "stm_record_turn_sqlite": stm_record(stm, clock, load),
                 "floor_thread_record": raw_record(writer, load),
@@ -366,7 +374,7 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "stm_concurrent.db"),
                                     clock) as stm:
-            stm_turn, floor_turn, _check = await host_turn_pair(stm, clock, writer, load)
+            stm_turn, floor_turn, _floor, _check = await host_turn_pair(stm, clock, writer, load)
             runs = {"stm_turns": stm_turn, "floor_turns": floor_turn,
                     "stm_writes": stm_record(stm, clock, writes),
                     "floor_writes": raw_record(writer, writes)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bench import workload as w
@@ -53,70 +54,77 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
     writer = await thread_writer(cfg.workdir / "split_floor.db", clock)
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "split.db"), clock) as stm:
-            _ours, _theirs, check = await host_turn_pair(stm, clock, writer, load)
-            floor = FloorTurn(writer, load.server, load.names, render_mode="crude_summary",
-                              now_ms=w.EPOCH_MS)
-            for i in range(len(load.channels)):  # its dict holds every channel, as stm's view
-                await floor.write(load.channel(i), load.histories[i % WINDOWS],
-                                  load.replies[i % WINDOWS], w.EPOCH_MS + i * 1000)
-            blocks = await _blocks(cfg, stm, clock, floor, load)
+            pair = await host_turn_pair(stm, clock, writer, load)
+            blocks = await _blocks(cfg, stm, clock, pair.floor, load)
     finally:
         await writer.close()
-    cpu = {half: round(statistics.median(values), 2) for half, values in blocks.items()}
+    cpu = {half: round(statistics.median(v[0] for v in values), 2)
+           for half, values in blocks.items()}
+    wall = {half: round(statistics.median(v[1] for v in values), 2)
+            for half, values in blocks.items()}
     return {
         "turn_split_cpu_us": cpu,
+        "turn_split_wall_us": wall,
         # The build in a host's turn against the floor's, and the write likewise.
         "turn_split_build_cpu_ratio": round(cpu["stm_build"] / cpu["floor_build"], 3),
         "turn_split_record_cpu_ratio": round(cpu["stm_record"] / cpu["floor_write"], 3),
-        "turn_split_texts_equal": check["texts_equal"],
+        "turn_split_texts_equal": pair.check["texts_equal"],
     }
 
 
+#: A half of a turn, called with the turn index.
+Half = Callable[[int], Awaitable[object]]
+
+
 async def _blocks(cfg: RunConfig, stm: Stm, clock: ManualClock, floor: FloorTurn,
-                  load: Workload) -> dict[str, list[float]]:
-    """Per block of turns, each half's main-thread CPU µs per turn."""
-    blocks: dict[str, list[float]] = {half: [] for half in HALVES}
-    sides = [_stm_block, _floor_block]
+                  load: Workload) -> dict[str, list[tuple[float, float]]]:
+    """Per block of turns, each half's main-thread CPU and wall µs per turn."""
+    async def stm_record(i: int) -> None:
+        stamp(clock, i)
+        await stm.record_turn(load.turn(i), load.histories[i % WINDOWS],
+                              load.replies[i % WINDOWS])
+
+    async def stm_build(i: int) -> None:
+        await stm.build_context(load.turn(i))
+
+    async def floor_write(i: int) -> None:
+        await floor.write(load.channel(i), load.histories[i % WINDOWS],
+                          load.replies[i % WINDOWS], w.EPOCH_MS + i * 1000)
+
+    async def floor_build(i: int) -> None:
+        floor.hand.now_ms = w.EPOCH_MS + i * 1000
+        floor.hand.build(floor.server, load.channel(i))
+
+    sides = [(("stm_record", stm_record), ("stm_build", stm_build)),
+             (("floor_write", floor_write), ("floor_build", floor_build))]
+    blocks: dict[str, list[tuple[float, float]]] = {half: [] for half in HALVES}
     start = len(load.channels) + 1  # the indexes before were the warm-up's
     for r in range(cfg.rounds):
-        order = sides[r % 2:] + sides[:r % 2]
         base = start + r * cfg.turns
         for first in range(base, base + cfg.turns, BLOCK):
             stop = min(first + BLOCK, base + cfg.turns)
-            for side in order:
-                for half, us in (await side(stm, clock, floor, load, first, stop)).items():
-                    blocks[half].append(us)
+            for side in sides[r % 2:] + sides[:r % 2]:
+                for half, figures in zip(side, await _halves(side, first, stop), strict=True):
+                    blocks[half[0]].append(figures)
     return blocks
 
 
-async def _stm_block(stm: Stm, clock: ManualClock, _floor: FloorTurn, load: Workload,
-                     first: int, stop: int) -> dict[str, float]:
-    record = build = 0.0
-    cpu = time.thread_time
+async def _halves(side: tuple[tuple[str, Half], tuple[str, Half]], first: int,
+                  stop: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Turns ``first..stop-1`` of one side, each its two halves in order; the
+    main thread's CPU and the wall µs per turn of each half."""
+    (_, one), (_, two) = side
+    cpu, wall = time.thread_time, time.perf_counter
+    spent = [0.0, 0.0, 0.0, 0.0]
     for i in range(first, stop):
-        stamp(clock, i)
-        turn = load.turn(i)
-        begin = cpu()
-        await stm.record_turn(turn, load.histories[i % WINDOWS], load.replies[i % WINDOWS])
-        middle = cpu()
-        await stm.build_context(turn)
-        record, build = record + middle - begin, build + cpu() - middle
-    turns = stop - first
-    return {"stm_record": record * 1e6 / turns, "stm_build": build * 1e6 / turns}
-
-
-async def _floor_block(_stm: Stm, _clock: ManualClock, floor: FloorTurn, load: Workload,
-                       first: int, stop: int) -> dict[str, float]:
-    write = build = 0.0
-    cpu = time.thread_time
-    for i in range(first, stop):
-        now = w.EPOCH_MS + i * 1000
-        channel = load.channel(i)
-        begin = cpu()
-        await floor.write(channel, load.histories[i % WINDOWS], load.replies[i % WINDOWS], now)
-        middle = cpu()
-        floor.hand.now_ms = now
-        floor.hand.build(floor.server, channel)
-        write, build = write + middle - begin, build + cpu() - middle
-    turns = stop - first
-    return {"floor_write": write * 1e6 / turns, "floor_build": build * 1e6 / turns}
+        c0, w0 = cpu(), wall()
+        await one(i)
+        c1, w1 = cpu(), wall()
+        await two(i)
+        c2, w2 = cpu(), wall()
+        spent[0] += c1 - c0
+        spent[1] += w1 - w0
+        spent[2] += c2 - c1
+        spent[3] += w2 - w1
+    scale = 1e6 / (stop - first)
+    return ((spent[0] * scale, spent[1] * scale), (spent[2] * scale, spent[3] * scale))

@@ -190,6 +190,11 @@ def test_a_host_turn_is_split_into_its_write_and_its_build(
     cpu = results["turn_split_cpu_us"]
     assert set(cpu) == {"stm_record", "stm_build", "floor_write", "floor_build"}
     assert all(us > 0 for us in cpu.values())
+    wall = results["turn_split_wall_us"]
+    assert set(wall) == set(cpu)
+    # The write waits for the writer thread: its wall time is more than the
+    # main thread's CPU on both sides.
+    assert wall["stm_record"] > cpu["stm_record"] and wall["floor_write"] > cpu["floor_write"]
     assert results["turn_split_texts_equal"] is True
     assert results["turn_split_build_cpu_ratio"] == round(cpu["stm_build"] / cpu["floor_build"],
                                                           3)
