@@ -3,6 +3,9 @@ change in what it holds gives new ones."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import attrs
 
 from stm_core import text_memo
@@ -49,9 +52,16 @@ def test_items_and_contexts_are_reused_only_for_the_very_same_texts() -> None:
 
 
 def test_only_the_last_result_of_each_kind_is_kept() -> None:
+    first = context_item("".join(["text ", "first"]), "same_channel")
+    first_context = stm_context((first,), None, 2, -1, "freshness")
+    gone = [weakref.ref(first), weakref.ref(first_context)]
+    del first, first_context
     for n in range(100):
         item = context_item(f"text {n}", "same_channel")
         stm_context((item,), None, 2, -1, "freshness")
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None]  # nothing older is held
+    assert results._last_items["same_channel"].text == "text 99"
     assert len(results._last_items) <= 3 and len(results._last_context) == 1
     again = "".join(["text ", "99"])
     assert context_item(again, "same_channel").text is again  # not the kept one's text
