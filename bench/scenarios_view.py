@@ -20,6 +20,8 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from bench.config import RunConfig
 from bench.harness import cpu_ratio, interleave, ratio
 from stm_core.cache import MemoryView
@@ -33,7 +35,8 @@ STEP_MS = 1_000_000
 
 
 class SortedFloor:
-    """Rows by key, and their keys in time order (ties: the later arrival first)."""
+    """Rows by key, and their keys in time order (equal times: by the keys'
+    fields, the view's rule; no two rows of the timed scenarios share a time)."""
 
     def __init__(self, rows: list[MemoryRecord]) -> None:
         self.rows = {r.key: r for r in rows}
@@ -51,8 +54,13 @@ class SortedFloor:
             while keys[at] is not key:
                 at += 1
             del times[at], keys[at]
-        at = bisect_left(times, record.updated_at_ms)
-        times.insert(at, record.updated_at_ms)
+        when = record.updated_at_ms
+        at = bisect_left(times, when)
+        if at < len(times) and times[at] == when:
+            mine = attrs.astuple(key)
+            while at < len(times) and times[at] == when and attrs.astuple(keys[at]) < mine:
+                at += 1
+        times.insert(at, when)
         keys.insert(at, key)
         self.rows[key] = record
 

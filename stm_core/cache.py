@@ -144,11 +144,14 @@ class MemoryView:
     ``records`` holds the rows updated within the load window plus rows
     written or probed since, by key. Their order is kept beside it, in two
     lists sorted by ``updated_at_ms``, oldest first (the times, and the keys
-    in the same places): rows with equal times are shown in the order they
-    arrived, so the later arrival comes before the earlier one. A write
-    finds its place by a binary search and goes in with one list insert,
-    however far out of order it was stamped (another process whose clock
-    is behind). At most ``max_rows`` are kept: past that the oldest go, and
+    in the same places); rows with equal times are in the order of their
+    keys' fields. That order is the same in every process whatever order
+    rows arrived in (a load from the database has none, and each process
+    hears other processes' writes in its own order), so two processes, or
+    one before and after a reload, show the same rows in the same order. A
+    write finds its place by a binary search and goes in with one list
+    insert, however far out of order it was stamped (another process whose
+    clock is behind). At most ``max_rows`` are kept: past that the oldest go, and
     ``dropped_through_ms`` says up to when rows may be missing (a probe of
     such a key asks the database). ``absent`` remembers keys probed and not
     found (bounded too), so a warm turn on a channel without a row makes no
@@ -157,8 +160,8 @@ class MemoryView:
 
     def __init__(self, records: Iterable[MemoryRecord] = (), *, max_rows: int = 1000) -> None:
         self.max_rows = max_rows
-        # Stable sort of the reversed input: equal times keep arrival order newest-first.
-        ordered = sorted(reversed(list(records)), key=_updated_at)
+        # Stable: a key given twice at one time keeps the later row (below).
+        ordered = sorted(records, key=_place)
         self.records: dict[MemoryKey, MemoryRecord] = {r.key: r for r in ordered}
         if len(self.records) < len(ordered):  # a key given twice: its last row stands
             ordered = _each_key_once(ordered, self.records)
@@ -180,11 +183,18 @@ class MemoryView:
             self._unplace(current)
         records[key] = record
         at = record.updated_at_ms
-        times = self._times
-        # Before every row as new or newer: the usual write goes at the end.
-        place = len(times) if not times or times[-1] < at else bisect_left(times, at)
+        times, keys = self._times, self._keys
+        if not times or times[-1] < at:  # the usual write: newer than every row
+            place = len(times)
+        else:
+            place = bisect_left(times, at)
+            if place < len(times) and times[place] == at:  # among rows of its time
+                mine = _tie_order(key)
+                end = len(times)
+                while place < end and times[place] == at and _tie_order(keys[place]) < mine:
+                    place += 1
         times.insert(place, at)
-        self._keys.insert(place, key)
+        keys.insert(place, key)
         self._trim()
 
     def forget(self, key: MemoryKey) -> None:
@@ -240,8 +250,13 @@ def _each_key_once(ordered: list[MemoryRecord], kept: Mapping[MemoryKey, MemoryR
     return out
 
 
-def _updated_at(record: MemoryRecord) -> int:
-    return record.updated_at_ms
+def _tie_order(key: MemoryKey) -> tuple[str, str, str, str, str]:
+    """Where rows of equal times stand among themselves (see :class:`MemoryView`)."""
+    return (key.scope_kind, key.server_id, key.user_id, key.channel_id, key.persona_id)
+
+
+def _place(record: MemoryRecord) -> tuple[int, tuple[str, str, str, str, str]]:
+    return (record.updated_at_ms, _tie_order(record.key))
 
 
 @attrs.define

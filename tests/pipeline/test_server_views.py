@@ -16,6 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -132,18 +133,17 @@ def test_the_view_is_always_newest_first_and_bounded(
         ops: list[tuple[str, int, int, int]], max_rows: int,
         loaded: list[tuple[int, int]]) -> None:
     """Times collide often and writes arrive far out of order; the view must
-    show what a full sort of the model shows (equal times: first arrived
-    first), trimmed to its bound, with nothing missing that it claims to hold."""
+    show what a full sort of the model shows (equal times: by the keys'
+    fields, whatever order the rows arrived in), trimmed to its bound, with
+    nothing missing that it claims to hold."""
     rows = [record(KEYS[k], at, 1) for k, at in loaded]
     view = MemoryView(rows, max_rows=max_rows)
-    # The model: key -> (record, arrival); a load arrives in database order.
-    model: dict[MemoryKey, tuple[MemoryRecord, int]] = {
-        r.key: (r, i - len(rows)) for i, r in enumerate(rows)}
-    seq = 0
+    model: dict[MemoryKey, MemoryRecord] = {r.key: r for r in rows}
 
     def expected() -> list[MemoryKey]:
-        order = sorted(model.items(), key=lambda kv: (-kv[1][0].updated_at_ms, kv[1][1]))
-        return [k for k, _ in order]
+        order = sorted(model.values(), reverse=True,
+                       key=lambda r: (r.updated_at_ms, attrs.astuple(r.key)))
+        return [r.key for r in order]
 
     def trim() -> None:
         while len(model) > max_rows:
@@ -157,16 +157,15 @@ def test_the_view_is_always_newest_first_and_bounded(
             model.pop(key, None)
             assert key in view.absent
             continue
-        seq += 1
         current = model.get(key)
-        if current is None or rev >= current[0].rev:
-            model[key] = (record(key, at, rev), seq)
+        if current is None or rev >= current.rev:
+            model[key] = record(key, at, rev)
         view.apply(record(key, at, rev))
         trim()
         assert key not in view.absent
         assert [r.key for r in view.newest_first()] == expected()
         assert len(view.records) <= max_rows and in_order(view)
-        assert all(view.records[key] == model[key][0] for key in view.records)
+        assert all(view.records[key] == model[key] for key in view.records)
         assert len(view.absent) <= max_rows
 
 
@@ -181,11 +180,35 @@ def test_a_write_behind_many_newer_rows_goes_before_them_and_moves_nothing_else(
     late = record(MemoryKey.server("g", "late", None), at, 1)
     view.apply(late)
     newest_first = [r.key for r in view.newest_first()]
-    # A tie goes before the rows of its time (the later arrival shows first).
+    # Tied, it stands among the rows of its time by key: "late" sorts before
+    # "r...", so it shows just after the row it ties with.
     assert newest_first.index(late.key) == behind
     others = [k for k in newest_first if k != late.key]
     assert others == [r.key for r in reversed(rows)]
     assert in_order(view) and view.records[late.key] is late
+
+
+@settings(max_examples=100, deadline=None)
+@given(times=st.lists(st.integers(0, 3), min_size=1, max_size=len(KEYS)),
+       order=st.randoms(use_true_random=False))
+def test_rows_of_equal_times_stand_in_one_order_whatever_order_they_came_in(
+        times: list[int], order: random.Random) -> None:
+    """Two processes hear the same writes in different orders, and a third
+    loads them from the database in an order of its own: all three show the
+    rows in one order (a prompt that does not change with who served it)."""
+    rows = [record(KEYS[k], at, 1) for k, at in enumerate(times)]
+    shuffled = rows[:]
+    order.shuffle(shuffled)
+    heard_in_order, heard_shuffled = MemoryView(max_rows=100), MemoryView(max_rows=100)
+    for row in rows:
+        heard_in_order.apply(row)
+    for row in shuffled:
+        heard_shuffled.apply(row)
+    loaded = MemoryView(reversed(shuffled), max_rows=100)
+    shown = [r.key for r in heard_in_order.newest_first()]
+    assert [r.key for r in heard_shuffled.newest_first()] == shown
+    assert [r.key for r in loaded.newest_first()] == shown
+    assert in_order(heard_in_order) and in_order(heard_shuffled) and in_order(loaded)
 
 
 # -- out-of-order writers, in this process and in others -----------------------------
