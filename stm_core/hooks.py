@@ -45,16 +45,20 @@ class Hooks:
         self._memo: dict[Any, Any] = {}
 
     # -- memo plumbing -----------------------------------------------------
-    def _cached(self, key: Any, compute: Callable[[], T]) -> T:
+    def _cached(self, key: Any, compute: Callable[..., T], *args: Any) -> T:
+        """``compute(*args)``, worked out once per plugin set. The hot callers
+        pass a method and its arguments rather than a closure: a hit then
+        makes no function object (every build asks several of these)."""
+        memo = self._memo
         if self._generation != self.pm.generation:
-            self._memo.clear()
+            memo.clear()
             self._generation = self.pm.generation
+        value: T
         try:
-            return cast(T, self._memo[key])
+            value = memo[key]
         except KeyError:
-            value = compute()
-            self._memo[key] = value
-            return value
+            value = memo[key] = compute(*args)
+        return value
 
     @property
     def generation(self) -> int:
@@ -120,9 +124,9 @@ class Hooks:
     def tool_available(self, provider: str, has_tools: bool, stm_enabled: bool,
                        explicit_long_term_intent: bool, model: str | None = None) -> bool:
         key = ("gate", provider, has_tools, stm_enabled, explicit_long_term_intent, model)
-        return self._cached(key, lambda: self._no_veto("stm_tool_available", dict(
+        return self._cached(key, self._no_veto, "stm_tool_available", dict(
             provider=provider, has_tools=has_tools, stm_enabled=stm_enabled,
-            explicit_long_term_intent=explicit_long_term_intent, model=model)))
+            explicit_long_term_intent=explicit_long_term_intent, model=model))
 
     def _no_veto(self, hook_name: str, kwargs: dict[str, Any]) -> bool:
         """A gate's verdict: any ``False`` wins. An answer that is not a bool
@@ -170,12 +174,14 @@ class Hooks:
 
     # -- mentions / visibility / annotations -------------------------------------------
     def mention_converters(self) -> tuple[MentionConverter, ...]:
-        return self._cached("mentions", lambda: tuple(
-            c for batch in self.pm.hook.stm_mention_converters() for c in (batch or ())))
+        return self._cached("mentions", self._flattened, "stm_mention_converters")
 
     def visibility_policies(self) -> tuple[VisibilityPolicy, ...]:
-        return self._cached("visibility", lambda: tuple(
-            p for batch in self.pm.hook.stm_visibility_policies() for p in (batch or ())))
+        return self._cached("visibility", self._flattened, "stm_visibility_policies")
+
+    def _flattened(self, hook_name: str) -> tuple[Any, ...]:
+        """Every plugin's answer (an iterable, or ``None``) to a hook, in one tuple."""
+        return tuple(item for batch in getattr(self.pm.hook, hook_name)() for item in (batch or ()))
 
     def annotation_pattern(self) -> re.Pattern[str] | None:
         def compute() -> re.Pattern[str] | None:
@@ -220,13 +226,14 @@ class Hooks:
 
     # -- prompt budget -------------------------------------------------------------
     def token_counter(self, provider: str) -> TokenCounter:
-        def compute() -> TokenCounter:
-            counter = self.pm.hook.stm_token_counter(provider=provider)
-            if not callable(counter):
-                raise PluginError(f"no plugin answered stm_token_counter with a callable "
-                                  f"(got {counter!r})")
-            return cast(TokenCounter, counter)
-        return self._cached(("tokens", provider), compute)
+        return self._cached(("tokens", provider), self._token_counter, provider)
+
+    def _token_counter(self, provider: str) -> TokenCounter:
+        counter = self.pm.hook.stm_token_counter(provider=provider)
+        if not callable(counter):
+            raise PluginError(f"no plugin answered stm_token_counter with a callable "
+                              f"(got {counter!r})")
+        return cast(TokenCounter, counter)
 
     # -- admin permissions ---------------------------------------------------------
     def admin_allowed(self, actor: Actor, action: AdminAction) -> bool:
