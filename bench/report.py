@@ -102,6 +102,9 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         met: bool | None = None if value is None else target.check(float(value))
         if target.key == "build_ratio" and results.get("build_texts_equal") is False:
             met = False  # a ratio against a floor that renders other text proves nothing
+        if (target.key == "server_scale_ratio"
+                and (results.get("server_scale") or {}).get("texts_equal") is False):
+            met = False  # the two servers' builds showed different channels
         out.append({"metric": target.key, "value": value, "target": target.text,
                     "met": met, "source": target.source,
                     "cpu_ratio": results.get(CPU_KEYS.get(target.key, ""))})
@@ -495,7 +498,9 @@ def _server_scale_section(r: dict[str, Any]) -> list[str]:
            f"Warm `build_context` in a server with {large:,} channels that all have a recent "
            f"row, against one with {small:,}: {_fmt(r.get('server_scale_ratio'))}× "
            f"(CPU {_fmt(r.get('server_scale_cpu_ratio'))}×). Rows per cached server view are "
-           f"bounded by `cache_max_rows_per_view` ({_fmt(s.get('max_rows_per_view'))}).", "",
+           f"bounded by `cache_max_rows_per_view` ({_fmt(s.get('max_rows_per_view'))}). Both "
+           f"builds show the same channels, the newest (texts equal: "
+           f"{_fmt(s.get('texts_equal'))}).", "",
            "| channels | rows in the cached view | RSS growth on load (KB) |",
            "|---:|---:|---:|"]
     for n, v in s["views"].items():

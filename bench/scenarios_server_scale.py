@@ -52,8 +52,11 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
     async with open_bench_store(sqlite_url(path), clock):
         pass  # stm's schema; rows go in directly
     check_schema(path)
-    seed_rows(path, 0, small, updated_at_ms=w.EPOCH_MS, server_base=BASE, per_server=small)
-    seed_rows(path, 0, large, updated_at_ms=w.EPOCH_MS, server_base=BASE + 1_000,
+    # Every seeded row older than the active channels' (below): none ties
+    # with them, so both servers show the same channels, the newest.
+    seed_rows(path, 0, small, updated_at_ms=w.EPOCH_MS - 1, server_base=BASE,
+              per_server=small)
+    seed_rows(path, 0, large, updated_at_ms=w.EPOCH_MS - 1, server_base=BASE + 1_000,
               per_server=large)
     servers = {small: w.server_id(BASE), large: w.server_id(BASE + 1_000)}
     # The channels turns happen in are the recently active ones (every turn's
@@ -77,6 +80,9 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
             gc.collect()
             views[str(n)] = {"rows_in_view": len((await stm.server_memories(server)).records),
                              "rss_growth_kb": current_rss_kb() - before}
+        # Both builds must do the same work: the same channels, the same texts.
+        shown = {n: [item.text for item in (await stm.build_context(turns[n][0])).memory_items]
+                 for n in servers}
         stats = await interleave({f"server_build_{n}": _build(stm, turns[n]) for n in servers},
                                  rounds=cfg.rounds, turns=per_round, warmup=cfg.warmup)
     big, base = stats[f"server_build_{large}"], stats[f"server_build_{small}"]
@@ -84,6 +90,7 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
         "server_scale_ratio": ratio(big, base),
         "server_scale_cpu_ratio": cpu_ratio(big, base),
         "server_scale": {"channels": [small, large], "views": views,
-                         "max_rows_per_view": stm.settings.cache_max_rows_per_view},
+                         "max_rows_per_view": stm.settings.cache_max_rows_per_view,
+                         "texts_equal": shown[small] == shown[large] and bool(shown[small])},
         "scenarios": {name: s.to_json() for name, s in stats.items()},
     }

@@ -111,6 +111,8 @@ def test_targets_and_meta_describe_the_run(tiny_run: tuple[dict[str, Any], Path,
     assert meta["python"] and meta["sqlite"] and meta["date"] and meta["rounds"] == 1
     assert [p["rows"] for p in results["scale"]["points"]] == [200, 1000]
     assert results["janitor"]["rows_after"] < results["janitor"]["rows_before"]
+    # The small and the large server's builds do the same work.
+    assert results["server_scale"]["texts_equal"] is True
 
 
 def test_markdown_is_generated_from_the_same_run(
