@@ -35,7 +35,7 @@ from stm_core.storage.records import (
     UserPrefs,
 )
 from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
-from stm_core.text_memo import TextMemo
+from stm_core.text_memo import MAX_CHARS, TextMemo
 from stm_plugins.sqlalchemy_storage import codec
 from stm_plugins.sqlalchemy_storage.compiled import Compiled, StatementCache
 from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS, MigrationStep, check_steps
@@ -83,6 +83,14 @@ def write_upsert(dialect: str, rows: int | None) -> Any:
     return st.write_upsert(dialect, rows)
 
 
+#: Characters of JSON the sent-messages memo holds: a host's active rows
+#: (six lines of a few hundred characters are about 2,000), a thousand of them
+#: before it starts over. At a quarter of this, 450 rows that a busy host keeps
+#: writing in turn made it start over every few hundred writes, and a tool
+#: write then decoded its rows' lines again.
+SENT_MAX_CHARS = 4 * MAX_CHARS
+
+
 class SentMessages:
     """The messages each row was last written with here, by key: the JSON text
     and the lines it encodes. A later write that returns the same text (a
@@ -92,12 +100,18 @@ class SentMessages:
     characters of the JSON it holds (a line can be long): it starts over
     when full."""
 
-    def __init__(self, limit: int = 1024) -> None:
+    def __init__(self, limit: int = 1024, max_chars: int = SENT_MAX_CHARS) -> None:
         self._by_key: TextMemo[MemoryKey, tuple[str, tuple[CrudeMessage, ...]]] = TextMemo(
-            max_entries=limit)
+            max_entries=limit, max_chars=max_chars)
 
     def remember(self, key: MemoryKey, sent: tuple[str, tuple[CrudeMessage, ...]]) -> None:
         by_key = self._by_key
+        # Every write of a row replaces its entry: what the old one held no
+        # longer counts (else the count grew with every turn and the memo
+        # started over every few hundred writes, whatever it held).
+        old = by_key.pop(key, None)
+        if old is not None:
+            by_key.chars -= len(old[0])
         if by_key.full():
             by_key.clear()
         by_key.remember(key, sent, len(sent[0]))

@@ -8,7 +8,7 @@ from stm_core import text_memo
 from stm_core.models import CrudeMessage
 from stm_core.storage.records import MemoryKey
 from stm_plugins.sqlalchemy_storage import codec
-from stm_plugins.sqlalchemy_storage.base import SentMessages
+from stm_plugins.sqlalchemy_storage.base import SENT_MAX_CHARS, SentMessages
 from tests.retained import retained_bytes
 
 
@@ -98,10 +98,37 @@ def test_the_messages_each_row_was_sent_with_do_not_pin_memory() -> None:
             sent.remember(MemoryKey.server("9", str(n), None), (text, ()))
 
     held = retained_bytes(write_many)
-    assert held < 3 * text_memo.MAX_CHARS, held
+    assert held < SENT_MAX_CHARS + text_memo.MAX_CHARS, held
     last = MemoryKey.server("9", "299", None)
     got = sent.get(last)
     assert got is not None and got[0].startswith('[{"n":299}')
+
+
+def test_a_row_written_again_and_again_keeps_its_entry() -> None:
+    # One row per turn, each turn 2,000 characters of JSON: the memo holds one
+    # entry, and counting each write anew emptied it every 500 turns.
+    sent = SentMessages()
+    quiet, busy = MemoryKey.server("9", "quiet", None), MemoryKey.server("9", "busy", None)
+    sent.remember(quiet, ('[{"n":"quiet"}]', ()))
+    for n in range(2_000):
+        sent.remember(busy, (f'[{{"n":{n:04}}}' + " " * 2_000 + "]", ()))
+        got = sent.get(busy)
+        assert got is not None and got[0].startswith(f'[{{"n":{n:04}}}')
+    # Two entries of a few kilobytes: nothing made the memo start over.
+    assert sent.get(quiet) == ('[{"n":"quiet"}]', ())
+
+
+def test_a_busy_hosts_rows_written_in_turn_all_keep_their_entries() -> None:
+    # 600 active rows of six 300-character lines, written round and round: a
+    # tool write on any of them finds the lines it sent (a memo that started
+    # over at a million characters lost them every few hundred writes).
+    sent = SentMessages()
+    keys = [MemoryKey.server("9", f"c{n}", None) for n in range(600)]
+    for turn in range(3):
+        for n, key in enumerate(keys):
+            sent.remember(key, (f'[{{"turn":{turn},"n":{n:03}}}' + " " * 2_200 + "]", ()))
+    assert all((got := sent.get(key)) is not None and got[0].startswith(f'[{{"turn":2,"n":{n:03}}}')
+               for n, key in enumerate(keys))
 
 
 def test_clean_messages_keeps_emoji_lines_as_they_are_and_replaces_lone_surrogates() -> None:
