@@ -106,12 +106,6 @@ class SentMessages:
 
     def remember(self, key: MemoryKey, sent: tuple[str, tuple[CrudeMessage, ...]]) -> None:
         by_key = self._by_key
-        # Every write of a row replaces its entry: what the old one held no
-        # longer counts (else the count grew with every turn and the memo
-        # started over every few hundred writes, whatever it held).
-        old = by_key.pop(key, None)
-        if old is not None:
-            by_key.chars -= len(old[0])
         if by_key.full():
             by_key.clear()
         by_key.remember(key, sent, len(sent[0]))

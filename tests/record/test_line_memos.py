@@ -96,6 +96,21 @@ def test_a_full_memo_keeps_nothing_more_and_one_huge_text_never_fills_it() -> No
     assert memo.chars == 0 and not memo.full()
 
 
+def test_an_entry_remembered_again_replaces_the_old_one_in_the_count() -> None:
+    memo: text_memo.TextMemo[str, str] = text_memo.TextMemo(max_entries=3, max_chars=100)
+    for n in range(50):  # one key written on every turn
+        memo.remember("row", f"v{n}", 40)
+    assert memo == {"row": "v49"} and memo.chars == 40 and not memo.full()
+    memo.remember("other", "o", 30)
+    memo.remember("row", "grown", 65)
+    assert memo == {"other": "o", "row": "grown"} and memo.chars == 95
+    memo.remember("row", "huge", 101)  # over the limit alone: the stale entry goes too
+    assert memo == {"other": "o"} and memo.chars == 30
+    memo.clear()
+    memo.remember("row", "again", 10)
+    assert memo == {"row": "again"} and memo.chars == 10
+
+
 def test_stores_in_other_threads_with_other_settings_never_mix_their_lines() -> None:
     text = "keep [tag] this"
     patterns = [None, re.compile(r"\[tag\]")]
