@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from bench import workload as w
-from bench.floors import FloorResult, FloorRow, HandBuild, floor_server
+from bench.floors import FloorResult, FloorRow, bench_hand_build, floor_server
 from bench.floors_thread import ThreadWriter
 from stm_core.models import HistoryMessage, PersonaResponse
 
@@ -23,10 +23,7 @@ class FloorTurn:
         self.writer = writer
         self.server = server
         self.floor = floor_server((), now_ms=now_ms, render_mode=render_mode)
-        self.hand = HandBuild({server: self.floor}, bot=w.BOT, user=w.USER_NAME,
-                              channel_names=names,
-                              user_names={w.USER_ID: w.USER_NAME, w.FRIEND_ID: w.FRIEND_NAME},
-                              lineage=w.LINEAGE_ID, now_ms=now_ms)
+        self.hand = bench_hand_build({server: self.floor}, channel_names=names, now_ms=now_ms)
         self._counter_at = -1
 
     async def write(self, channel: str, hist: Sequence[HistoryMessage],

@@ -183,6 +183,15 @@ class HandBuild:
         return tuple(texts), nudge, self.nudge_depth, depth
 
 
+def bench_hand_build(servers: Mapping[str, FloorServer], *, channel_names: Mapping[str, str],
+                     now_ms: int) -> HandBuild:
+    """The hand-written build over ``servers`` with the bench's bot, user,
+    user names and persona lineage (the ones ``bench.workload`` turns carry)."""
+    return HandBuild(servers, bot=w.BOT, user=w.USER_NAME, channel_names=channel_names,
+                     user_names={w.USER_ID: w.USER_NAME, w.FRIEND_ID: w.FRIEND_NAME},
+                     lineage=w.LINEAGE_ID, now_ms=now_ms)
+
+
 # -- raw writers -----------------------------------------------------------------
 
 KEY_COLUMNS = "scope_kind, server_id, user_id, channel_id, persona_id"

@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import workload as w
 from bench.config import RunConfig
-from bench.floors import FloorResult, HandBuild, floor_server
+from bench.floors import FloorResult, bench_hand_build, floor_server
 from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.stm_side import count_calls, open_bench_store, seed_typical_server
 from bench.urls import sqlite_url
@@ -62,11 +62,9 @@ async def _run(cfg: RunConfig, seeds: tuple[w.ChannelSeed, ...], servers: dict[s
     async with open_bench_store(sqlite_url(cfg.workdir / "build.db"), clock) as stm:
         for mode, server in servers.items():
             await seed_typical_server(stm, server, seeds, now_ms=now, render_mode=mode)
-        hand = HandBuild({server: floor_server(seeds, now_ms=now, render_mode=mode)
-                          for mode, server in servers.items()},
-                         bot=w.BOT, user=w.USER_NAME, channel_names=names,
-                         user_names={w.USER_ID: w.USER_NAME, w.FRIEND_ID: w.FRIEND_NAME},
-                         lineage=w.LINEAGE_ID, now_ms=now)
+        hand = bench_hand_build({server: floor_server(seeds, now_ms=now, render_mode=mode)
+                                 for mode, server in servers.items()},
+                                channel_names=names, now_ms=now)
         turns = {mode: w.build_turn(server, live, names) for mode, server in servers.items()}
 
         checks: dict[str, Any] = {}

@@ -6,9 +6,17 @@ under it checks the command line and the parsing of a real summary.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from bench import callgrind
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The closing summary of a callgrind run with cache and branch simulation.
 SUMMARY = """\
@@ -49,7 +57,67 @@ def test_per_unit_is_the_difference_over_the_units() -> None:
 @pytest.mark.parametrize("workload", callgrind.WORKLOADS)
 @pytest.mark.parametrize("side", callgrind.SIDES)
 def test_every_child_workload_runs(workload: str, side: str) -> None:
-    callgrind.child(workload, side, 2)
+    ran = callgrind.child(workload, side, 2)
+    # Each side runs its own turns; the baseline only makes the Turns.
+    assert ran == (0 if side == "turns_only" else callgrind.WARM + 2)
+
+
+@pytest.mark.parametrize("units", ["0", "-3", "many", "1.5"])
+def test_units_out_of_range_or_not_a_whole_number_are_refused(
+        units: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        callgrind.main(["--units", units])
+    assert stopped.value.code == 2
+    assert "--units" in capsys.readouterr().err
+
+
+def test_an_unknown_workload_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        callgrind.main(["--only", "janitor"])
+    assert stopped.value.code == 2 and "--only" in capsys.readouterr().err
+
+
+def test_without_valgrind_it_says_so(monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PATH", "")
+    assert callgrind.main(["--units", "1"]) == 2
+    assert "valgrind is not on the PATH" in capsys.readouterr().err
+
+
+def test_each_side_is_counted_less_the_turns_alone_and_set_beside_the_floor() -> None:
+    counts = {("build", "turns_only", 0): {"instructions": 1_000, "lld_misses": 5},
+              ("build", "turns_only", 10): {"instructions": 2_000, "lld_misses": 5},
+              ("build", "stm", 0): {"instructions": 1_100, "lld_misses": 5},
+              ("build", "stm", 10): {"instructions": 5_100, "lld_misses": 9},
+              ("build", "floor", 0): {"instructions": 1_050, "lld_misses": 5},
+              ("build", "floor", 10): {"instructions": 3_050, "lld_misses": 5}}
+    build = callgrind.summarize(counts, {"build": 10})["build"]
+    # stm: 400 a unit, less the Turns' 100; the floor: 200 less 100.
+    assert build["per_unit"] == {"stm": {"instructions": 300.0, "lld_misses": 0.4},
+                                 "floor": {"instructions": 100.0, "lld_misses": 0.0}}
+    # Under one a unit on the floor's side is noise: no ratio of it.
+    assert build["stm_over_floor"] == {"instructions": 3.0}
+    table = callgrind.table({"build": build})
+    assert "| build | stm | 300 | 0 | 0 | 0 | 0 |" in table
+    assert "| build | stm ÷ floor | 3.00 | — | — | — | — |" in table
+
+
+def test_the_readme_command_writes_its_counts(tmp_path: Path) -> None:
+    # bench/README's command, made small: one workload, a few turns (too few
+    # for the figures to mean anything: start-up noise swamps them).
+    done = subprocess.run([sys.executable, "-m", "bench.callgrind", "--only", "build",
+                           "--units", "1", "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "callgrind.json").read_text(encoding="utf-8"))
+    build = results["build"]
+    assert build["units"] == 4 and set(build["per_unit"]) == {"stm", "floor"}
+    for side in ("stm", "floor"):
+        assert set(build["per_unit"][side]) == set(callgrind.COUNTS.values())
+    assert set(build["turn_objects_per_unit"]) == set(callgrind.COUNTS.values())
+    assert len(results["load_average"]) == 3 and "host" not in results
+    assert "| build | stm ÷ floor |" in done.stdout
 
 
 def test_a_child_under_callgrind_reports_its_counts() -> None:
