@@ -188,10 +188,9 @@ class MemoryView:
             place = len(times)
         else:
             place = bisect_left(times, at)
-            if place < len(times) and times[place] == at:  # among rows of its time
+            if place < len(times) and times[place] == at:  # rows of its time stand by key
                 mine = _tie_order(key)
-                end = len(times)
-                while place < end and times[place] == at and _tie_order(keys[place]) < mine:
+                while place < len(times) and times[place] == at and _tie_order(keys[place]) < mine:
                     place += 1
         times.insert(place, at)
         keys.insert(place, key)
