@@ -55,8 +55,8 @@ def make_config(name: str, workdir: Path) -> RunConfig:
     pg = os.environ.get(PG_ENV) or None
     if name == "full":
         return RunConfig(name=name, channels=100, rounds=5, turns=1000, build_turns=5000,
-                         warmup=100, pg_rounds=3, concurrent_tasks=100, concurrent_turns=20,
-                         concurrent_runs=3, growth_turns=1000,
+                         warmup=100, pg_rounds=3, concurrent_tasks=100, concurrent_turns=50,
+                         concurrent_runs=8, growth_turns=1000,
                          scale_sizes=(1_000, 10_000, 100_000, 1_000_000), scale_turns=300,
                          scale_cold_servers=30, janitor_backlog=200_000,
                          janitor_writer_interval_ms=2.0, janitor_baseline_s=3.0,
@@ -65,7 +65,7 @@ def make_config(name: str, workdir: Path) -> RunConfig:
     if name == "quick":
         return RunConfig(name=name, channels=100, rounds=3, turns=200, build_turns=2000, warmup=30,
                          pg_rounds=2, concurrent_tasks=100, concurrent_turns=5,
-                         concurrent_runs=2, growth_turns=300,
+                         concurrent_runs=4, growth_turns=300,
                          scale_sizes=(1_000, 10_000, 100_000), scale_turns=100,
                          scale_cold_servers=10, janitor_backlog=20_000,
                          janitor_writer_interval_ms=2.0, janitor_baseline_s=1.0,

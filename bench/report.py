@@ -447,15 +447,23 @@ def _cli_section(r: dict[str, Any]) -> list[str]:
             *(f"| {k} | {_fmt(v)} |" for k, v in imp["top_packages_ms"].items())]
 
 
+def _spread(values: list[float]) -> str:
+    """``lowest–highest`` of a run's per-run figures (``–`` when none)."""
+    return f"{_fmt(min(values))}–{_fmt(max(values))}" if values else "–"
+
+
 def _concurrency_section(r: dict[str, Any]) -> list[str]:
     c = r.get("concurrent")
     if not c:
         return []
     rate, cpu = c["turns_per_s"], c["cpu_us_per_turn"]
     return ["", "## Concurrency", "",
-            f"{c['tasks']} channels × {c['turns_per_task']} turns at once (median of "
-            f"{c['runs']} runs), stm against the group-commit floor (one thread draining a "
-            "queue, one commit per batch).", "",
+            f"{c['tasks']} channels × {c['turns_per_task']} turns at once, stm against the "
+            "group-commit floor (one thread draining a queue, one commit per batch). Each of "
+            f"{c['runs']} runs measures stm and the floor back to back (who goes first "
+            "alternates); a ratio is the median of the runs' ratios, the rates and CPU times "
+            "the medians of the runs'. Whole-turn ratios of the single runs: "
+            f"{_spread(c.get('turn_ratios', []))}.", "",
             "| what | stm turns/s | floor turns/s | ratio | stm CPU µs/turn | "
             "floor CPU µs/turn |", "|---|---:|---:|---:|---:|---:|",
             f"| whole host turns | {_fmt(rate['stm_turns'])} | {_fmt(rate['floor_turns'])} | "

@@ -379,21 +379,47 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
                     "stm_writes": stm_record(stm, clock, writes),
                     "floor_writes": raw_record(writer, writes)}
             for r in range(cfg.concurrent_runs):
-                names = list(runs)
-                for name in names[r % 4:] + names[:r % 4]:
+                for name in pair_order(r):
                     rates[name].append(await _throughput(runs[name], tasks, per_task))
     finally:
         await writer.close()
     rate = {k: statistics.median(v[0] for v in vs) for k, vs in rates.items()}
     cpu = {k: statistics.median(v[1] for v in vs) for k, vs in rates.items()}
+    turns = paired_ratios(rates["stm_turns"], rates["floor_turns"])
+    turns_cpu = paired_ratios(rates["floor_turns"], rates["stm_turns"], index=1)
+    write_ratios = paired_ratios(rates["stm_writes"], rates["floor_writes"])
     return {
-        "concurrent_throughput_ratio": round(rate["stm_turns"] / rate["floor_turns"], 3),
-        "concurrent_write_throughput_ratio": round(rate["stm_writes"] / rate["floor_writes"],
-                                                   3),
+        "concurrent_throughput_ratio": round(statistics.median(turns), 3),
+        "concurrent_write_throughput_ratio": round(statistics.median(write_ratios), 3),
         # Throughput in CPU terms: the floor's CPU per turn over stm's (above 1: stm leaner).
-        "concurrent_cpu_ratio": round(cpu["floor_turns"] / cpu["stm_turns"], 3),
+        "concurrent_cpu_ratio": round(statistics.median(turns_cpu), 3),
         "concurrent": {"tasks": tasks, "turns_per_task": per_task, "runs": cfg.concurrent_runs,
                        "turns_per_s": {k: round(v, 1) for k, v in rate.items()},
                        "cpu_us_per_turn": {k: round(v, 1) for k, v in cpu.items()},
+                       # Each run's stm ÷ floor, measured back to back: the spread.
+                       "turn_ratios": [round(x, 3) for x in turns],
+                       "write_ratios": [round(x, 3) for x in write_ratios],
                        "floor_batches": writer.batches},
     }
+
+
+#: The two comparisons of a concurrency run, each a pair measured back to back.
+PAIRS = (("stm_turns", "floor_turns"), ("stm_writes", "floor_writes"))
+
+
+def pair_order(run: int) -> list[str]:
+    """The order of run ``run``'s four measurements: stm and its floor back to
+    back (which goes first alternates), and the pairs swap places every
+    other run, so neither side nor pair always meets the machine in the same
+    state."""
+    pairs = PAIRS if run % 4 < 2 else PAIRS[::-1]
+    return [name for ours, floor in pairs
+            for name in ((ours, floor) if run % 2 == 0 else (floor, ours))]
+
+
+def paired_ratios(numerators: list[tuple[float, float]], denominators: list[tuple[float, float]],
+                  *, index: int = 0) -> list[float]:
+    """Run by run, the ratio of two measurements taken back to back (``index``
+    0: turns per second, 1: CPU per turn). A slow patch of the machine hits
+    both sides of a run, so their ratio moves less than either side does."""
+    return [n[index] / d[index] for n, d in zip(numerators, denominators, strict=True)]

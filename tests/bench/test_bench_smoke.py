@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,10 @@ def test_floors_do_the_same_work_and_report_cpu(
     # The group-commit floor did batch: fewer commits than turns.
     concurrent = results["concurrent"]
     assert concurrent["floor_batches"] < 2 * concurrent["tasks"] * concurrent["turns_per_task"]
+    # Every run's back-to-back ratio is reported, and the headline is their median.
+    ratios = concurrent["turn_ratios"]
+    assert len(ratios) == concurrent["runs"] and all(r > 0 for r in ratios)
+    assert results["concurrent_throughput_ratio"] == round(statistics.median(ratios), 3)
     assert results["meta"]["load_averages_end"] is not None
 
 
@@ -124,6 +129,23 @@ def test_markdown_is_generated_from_the_same_run(
                 "server_scale_ratio", "janitor_writer_p99_ms", "scale_ratio"):
         assert f"`{key}`" in text
     assert "## The floors" in text
+
+
+def test_concurrency_runs_measure_each_pair_back_to_back() -> None:
+    from bench.scenarios_record import PAIRS, pair_order, paired_ratios
+
+    firsts: list[str] = []
+    for run in range(4):
+        order = pair_order(run)
+        assert sorted(order) == sorted(name for pair in PAIRS for name in pair)
+        # stm and its own floor stand next to each other.
+        for ours, floor in PAIRS:
+            assert abs(order.index(ours) - order.index(floor)) == 1, order
+        firsts.append(order[0])
+    # Over four runs each side of each pair goes first, and each pair leads.
+    assert {"stm_turns", "floor_turns", "stm_writes", "floor_writes"} == set(firsts)
+    assert paired_ratios([(10.0, 4.0), (6.0, 2.0)], [(5.0, 2.0), (3.0, 4.0)]) == [2.0, 2.0]
+    assert paired_ratios([(10.0, 4.0)], [(5.0, 2.0)], index=1) == [2.0]
 
 
 def test_the_turn_clock_only_moves_forward() -> None:
