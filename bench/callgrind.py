@@ -40,6 +40,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench import callgrind_functions
+
 #: What callgrind's summary calls each count (spaces squeezed), and its key here.
 COUNTS = {"I refs": "instructions", "D1 misses": "d1_misses", "LLd misses": "lld_misses",
           "I1 misses": "i1_misses", "Mispredicts": "mispredicts"}
@@ -135,11 +137,13 @@ def child(workload: str, side: str, units: int) -> int:
 # -- the parent ---------------------------------------------------------------------
 
 
-def counted(workload: str, side: str, units: int) -> dict[str, int]:
-    """One child under callgrind; its summary counts."""
+def counted(workload: str, side: str, units: int,
+            profile: Path | None = None) -> dict[str, int]:
+    """One child under callgrind; its summary counts (its profile kept in
+    ``profile`` when given, else thrown away)."""
     command = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes",
-               "--callgrind-out-file=/dev/null", sys.executable, "-m", "bench.callgrind",
-               "--child", workload, side, str(units)]
+               f"--callgrind-out-file={profile or os.devnull}", sys.executable, "-m",
+               "bench.callgrind", "--child", workload, side, str(units)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     counts = parse_summary(done.stderr)
@@ -150,13 +154,46 @@ def counted(workload: str, side: str, units: int) -> dict[str, int]:
 
 
 Counts = dict[tuple[str, str, int], dict[str, int]]
+Run = tuple[str, str, int]
 
 
-def measure(units: dict[str, int], jobs: int = 2) -> dict[str, Any]:
+def measure(units: dict[str, int], jobs: int = 2, *, functions: bool = False) -> dict[str, Any]:
+    """Every workload's counts per unit; with ``functions``, also where stm's
+    extra counts fall, function by function (:mod:`bench.callgrind_functions`)."""
     runs = [(wl, side, n) for wl in units for side in SIDES for n in (0, units[wl])]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        counts = dict(zip(runs, pool.map(lambda r: counted(*r), runs), strict=True))
-    return summarize(counts, units)
+    with tempfile.TemporaryDirectory(prefix="stm-callgrind-") as scratch:
+        def profile_of(run: Run) -> Path | None:
+            # Only stm's and the floor's profiles are compared; the rest are not kept.
+            keep = functions and run[1] != "turns_only"
+            return Path(scratch, "-".join(map(str, run)) + ".out") if keep else None
+
+        def count(run: Run) -> dict[str, int]:
+            workload, side, n = run
+            return counted(workload, side, n, profile_of(run))
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            counts = dict(zip(runs, pool.map(count, runs), strict=True))
+        results = summarize(counts, units)
+        if functions:
+            results["functions"] = by_function(units, profile_of)
+    return results
+
+
+def by_function(units: dict[str, int],
+                profile_of: Callable[[Run], Path | None]) -> dict[str, Any]:
+    """Per workload and event, the functions stm keeps busier than the floor."""
+    breakdown: dict[str, Any] = {}
+    for wl, n in units.items():
+        sides = {}
+        for side in ("stm", "floor"):
+            none, some = (profile_of((wl, side, k)) for k in (0, n))
+            assert none is not None and some is not None
+            sides[side] = callgrind_functions.per_unit(
+                callgrind_functions.parse_functions(callgrind_functions.annotate(none)),
+                callgrind_functions.parse_functions(callgrind_functions.annotate(some)), n)
+        breakdown[wl] = {event: callgrind_functions.extra(sides["stm"], sides["floor"], event)
+                         for event in ("d1_read_misses", "instructions", "mispredicts")}
+    return breakdown
 
 
 def summarize(counts: Counts, units: dict[str, int]) -> dict[str, Any]:
@@ -198,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="host turns per counted run (builds: four times as many)")
     parser.add_argument("--only", choices=WORKLOADS, action="append")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent)
+    parser.add_argument("--functions", action="store_true",
+                        help="also list, function by function, where stm's extra counts fall")
     parser.add_argument("--child", nargs=3, metavar=("WORKLOAD", "SIDE", "UNITS"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -212,11 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     chosen = args.only or list(WORKLOADS)
     units = {wl: args.units * (4 if wl == "build" else 1) for wl in chosen}
-    results = measure(units)
+    results = measure(units, functions=args.functions)
     results["load_average"] = [round(x, 2) for x in os.getloadavg()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "callgrind.json").write_text(json.dumps(results, indent=2) + "\n")
     print(table({wl: results[wl] for wl in chosen}))
+    if args.functions:
+        print(callgrind_functions.table(results["functions"]))
     return 0
 
 

@@ -182,7 +182,9 @@ class ProfileCache:
                             tuple[ServerProfile, int, PromptSet]] = {}
 
     def profile(self, server_id: str, settings: ServerSettings | None) -> ServerProfile:
-        gen = self._hooks.generation
+        # The manager's counter itself: ``Hooks.generation`` is a property, a
+        # type lookup and a call on every build.
+        gen = self._hooks.pm.generation
         hit = self._profiles.get(server_id)
         if hit is not None and hit[0] is settings and hit[1] == gen:
             return hit[2]
@@ -194,7 +196,7 @@ class ProfileCache:
 
     def prompts(self, server_id: str, profile: ServerProfile, provider: str,
                 model: str | None = None) -> PromptSet:
-        gen = self._hooks.generation
+        gen = self._hooks.pm.generation
         hit = self._prompts.get((server_id, provider, model))
         if hit is not None and hit[0] is profile and hit[1] == gen:
             return hit[2]

@@ -73,8 +73,23 @@ def live_body(profile: ServerProfile, record: MemoryRecord | None, now_ms: int, 
     return body
 
 
+#: The last block made: ``(body, bot name, impersonation, block)`` (one slot,
+#: replaced as a whole, so stores in other threads never see half of one).
+_last_block: list[tuple[str, str, bool, str]] = []
+
+
 def wrap_same_channel(turn: Turn, body: str) -> str:
-    """The same-channel block around its body."""
-    if turn.is_user_impersonation:
-        return f"[System: Short term memory for this ongoing conversation:\n{body}]"
-    return f"[System: {turn.bot_name}'s short term memory for this ongoing conversation:\n{body}]"
+    """The same-channel block around its body: the very text made last time
+    for the same body and names, which the mention converters then find in
+    their memos by identity (a new string of it cost them a hash and a
+    comparison of its whole length)."""
+    bot, impersonation = turn.bot_name, turn.is_user_impersonation
+    last = _last_block[0] if _last_block else None
+    if last is not None and last[0] == body and last[1] == bot and last[2] == impersonation:
+        return last[3]
+    if impersonation:
+        block = f"[System: Short term memory for this ongoing conversation:\n{body}]"
+    else:
+        block = f"[System: {bot}'s short term memory for this ongoing conversation:\n{body}]"
+    _last_block[:] = [(body, bot, impersonation, block)]
+    return block

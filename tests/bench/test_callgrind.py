@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import callgrind
+from bench import callgrind, callgrind_functions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +106,7 @@ def test_the_readme_command_writes_its_counts(tmp_path: Path) -> None:
     # bench/README's command, made small: one workload, a few turns (too few
     # for the figures to mean anything: start-up noise swamps them).
     done = subprocess.run([sys.executable, "-m", "bench.callgrind", "--only", "build",
-                           "--units", "1", "--out", str(tmp_path)],
+                           "--units", "1", "--functions", "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -118,9 +118,61 @@ def test_the_readme_command_writes_its_counts(tmp_path: Path) -> None:
     assert set(build["turn_objects_per_unit"]) == set(callgrind.COUNTS.values())
     assert len(results["load_average"]) == 3 and "host" not in results
     assert "| build | stm ÷ floor |" in done.stdout
+    # --functions: the real profiles were annotated and read, function by function.
+    extra = results["functions"]["build"]
+    assert set(extra) == {"d1_read_misses", "instructions", "mispredicts"}
+    assert any(name.startswith("ceval.c:") for name, _, _ in extra["instructions"])
+    assert "build: stm's extra instructions per unit, by function" in done.stdout
 
 
 def test_a_child_under_callgrind_reports_its_counts() -> None:
     counts = callgrind.counted("build", "floor", 0)
     assert set(counts) == set(callgrind.COUNTS.values())
     assert counts["instructions"] > counts["mispredicts"] > 0
+
+
+#: Lines of a ``callgrind_annotate --show=Ir,D1mr,Bcm,Bim`` listing.
+LISTING = "\n".join([
+    "-" * 80,
+    "Ir                     D1mr                Bcm                 Bim",
+    "-" * 80,
+    "1,997,052,620 (100.0%) 14,423,716 (100.0%) 20,404,282 (100.0%) 14,868,202 (100.0%)  "
+    "PROGRAM TOTALS",
+    "",
+    "-" * 80,
+    "Ir                   D1mr               Bcm                Bim                 "
+    "file:function",
+    "-" * 80,
+    "267,620,234 (13.40%) 1,467,705 (10.18%) 1,770,185 ( 8.68%) 5,745,570 (38.64%)  "
+    "/b/Python/ceval.c:_PyEval_EvalFrameDefault'2 [/lib/py.so]",
+    " 10,000,000 ( 0.50%)     1,000 ( 0.01%)        30 ( 0.00%)        10 ( 0.00%)  "
+    "/b/Python/ceval.c:_PyEval_EvalFrameDefault [/lib/py.so]",
+    "150,937,615 ( 7.56%)   822,654 ( 5.70%) 2,287,314 (11.21%)         .           "
+    "/b/Objects/dictobject.c:unicodekeys_lookup_unicode [/lib/py.so]",
+])
+
+
+def test_function_counts_are_read_from_the_annotated_listing() -> None:
+    counts = callgrind_functions.parse_functions(LISTING)
+    # Recursion depths are one function; the totals line is none; "." is zero.
+    assert counts == {
+        "ceval.c:_PyEval_EvalFrameDefault": {
+            "instructions": 277_620_234, "d1_read_misses": 1_468_705,
+            "mispredicts": 1_770_215 + 5_745_580},
+        "dictobject.c:unicodekeys_lookup_unicode": {
+            "instructions": 150_937_615, "d1_read_misses": 822_654, "mispredicts": 2_287_314}}
+
+
+def test_stms_extra_counts_are_ranked_by_function() -> None:
+    none = {"a.c:f": {"instructions": 100}, "b.c:g": {"instructions": 50}}
+    some = {"a.c:f": {"instructions": 1_100}, "b.c:g": {"instructions": 250},
+            "c.c:h": {"instructions": 40}}
+    stm = callgrind_functions.per_unit(none, some, 10)
+    assert stm == {"a.c:f": {"instructions": 100}, "b.c:g": {"instructions": 20},
+                   "c.c:h": {"instructions": 4}}
+    floor = {"a.c:f": {"instructions": 40}, "b.c:g": {"instructions": 24}}
+    # f: 60 more a unit, h: 4 more, g: 4 fewer; shares of the net extra (60).
+    assert callgrind_functions.extra(stm, floor, "instructions") == [
+        ("a.c:f", 60, 1.0), ("c.c:h", 4, 0.067)]
+    table = callgrind_functions.table({"build": {"instructions": [("a.c:f", 60, 1.0)]}})
+    assert "| `a.c:f` | 60 | 100% |" in table

@@ -17,6 +17,8 @@ from hookspecs import hookimpl
 from stm_core import text_memo
 from stm_core.clock import ManualClock
 from stm_core.pipeline.render_memo import MAX_ENTRIES, new_render_memo, recall, remember
+from stm_core.pipeline.render_other import render_other_channels
+from stm_core.pipeline.same_channel import wrap_same_channel
 from stm_core.plugin_types import OtherChannelParts, RenderMode
 from stm_core.storage.records import MemoryKey, MemoryRecord
 from stm_core.store import Stm
@@ -171,3 +173,48 @@ def test_long_renderings_do_not_pin_memory() -> None:
     held = retained_bytes(render_many)
     assert held < 3 * text_memo.MAX_CHARS, held
     assert 0 < len(memo) < 300
+
+
+async def test_the_same_rendered_rows_join_into_the_very_same_text(
+        stm: Stm, clock: ManualClock) -> None:
+    # The mention converters look a text up in their memos: the same object
+    # costs them no hash and no comparison of its whole length.
+    await write(stm, server_key(ART), summary="Mural.")
+    await write(stm, server_key(GENERAL), summary="Chat.")
+
+    async def rendered() -> str:
+        turn = make_turn()
+        assert turn.server_id is not None
+        profile = await stm.profile_for(turn.server_id)
+        rows = [r for r in (await stm.server_memories(turn.server_id)).newest_first()
+                if r.key.channel_id != turn.channel_id]
+        text, _ = render_other_channels(turn, profile, rows, clock.now_ms(),
+                                        lambda origin: profile.slug_map, memo=memo)
+        assert text == render_other_channels(turn, profile, rows, clock.now_ms(),
+                                             lambda origin: profile.slug_map)[0]
+        return text
+
+    memo = new_render_memo()
+    first = await rendered()
+    assert "Mural." in first and "Chat." in first
+    assert await rendered() is first
+    # A row that changed: a new text, never the one joined before.
+    await write(stm, server_key(ART), summary="The mural is finished.")
+    changed = await rendered()
+    assert "The mural is finished." in changed and "Chat." in changed
+    assert "Mural." not in changed
+
+
+def test_the_same_channel_block_is_made_again_only_when_its_inputs_change() -> None:
+    body = "Quest: find the key."
+    block = wrap_same_channel(make_turn(), body)
+    assert block == ("[System: Tomori's short term memory for this ongoing conversation:\n"
+                     "Quest: find the key.]")
+    assert wrap_same_channel(make_turn(), "Quest: find the key.") is block
+    # Each input the block shows makes a new one.
+    assert wrap_same_channel(make_turn(bot_name="Kaori"), body).startswith(
+        "[System: Kaori's short term memory")
+    assert wrap_same_channel(make_turn(is_user_impersonation=True), body) == (
+        "[System: Short term memory for this ongoing conversation:\nQuest: find the key.]")
+    assert wrap_same_channel(make_turn(), "Quest: done.").endswith("\nQuest: done.]")
+    assert wrap_same_channel(make_turn(), body) == block
