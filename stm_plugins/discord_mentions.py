@@ -22,6 +22,8 @@ from stm_core.plugin_types import MentionConverter
 from stm_core.text_memo import TextMemo
 
 _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/[\w@]+/(\d+)(?:/\d+)?")
+#: A part of every text ``_LINK`` matches.
+_LINK_MARK = ".com/channels/"
 #: ``<@id>``, ``<@!id>``, ``<#id>`` and ``<@&id>`` in one pass.
 _MENTION = re.compile(r"<(@&|@!?|#)([^\s<>|!&#@][^\s<>|]*)>")
 
@@ -71,7 +73,8 @@ def convert_discord_mentions(text: str, turn: Turn) -> str:
         else:
             return result
     converted = text
-    if "discord" in converted:
+    # Every link the pattern takes holds this; a longer needle is a faster scan.
+    if _LINK_MARK in converted:
         converted = _LINK.sub(lambda m: f"<#{m.group(1)}>", converted)
     found: dict[str, tuple[str, str, str, str]] = {}
     if "<" in converted:

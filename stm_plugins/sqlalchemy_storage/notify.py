@@ -121,9 +121,12 @@ def decode_notice(payload: str) -> ChangeNotice | None:
 class PgSubscription:
     """A dedicated connection (outside the pool) that LISTENs on the channel."""
 
-    def __init__(self, conn: Any, heard_checks: dict[str, asyncio.Event]) -> None:
+    def __init__(self, conn: Any, heard_checks: dict[str, asyncio.Event], *,
+                 listening: bool = True) -> None:
         self._conn = conn
         self._heard_checks = heard_checks
+        #: Whether LISTEN was sent (not when a pooler answers for the server).
+        self.listening = listening
         #: Whether a self-check notice came back (see :meth:`hears`); ``None``
         #: until checked.
         self.delivers_notices: bool | None = None
@@ -133,7 +136,11 @@ class PgSubscription:
         """Whether a notice sent by ``send`` (on the statement connections)
         reaches this connection within ``timeout_s``. Behind a transaction
         pooler it does not: the LISTEN ran on a server connection that went
-        back to the pool."""
+        back to the pool. A subscription that sent no LISTEN (a pooler was
+        found first) answers ``False`` without a test notice."""
+        if not self.listening:
+            self.delivers_notices = False
+            return False
         token = uuid.uuid4().hex
         heard = self._heard_checks[token] = asyncio.Event()
         try:
@@ -171,10 +178,26 @@ def own_write_prefix(origin: str) -> str:
 
 async def subscribe(connect: Callable[[], Any], channel: str,
                     on_notice: Callable[[ChangeNotice], None],
-                    on_lost: Callable[[], None], *, origin: str) -> PgSubscription:
+                    on_lost: Callable[[], None], *, origin: str,
+                    refuse_pooler: bool = False) -> PgSubscription:
     """Listen on ``channel``; notices of ``origin``'s (this store's) own write
-    statements reach ``on_notice`` as one origin-only notice, unparsed."""
+    statements reach ``on_notice`` as one origin-only notice, unparsed.
+
+    With ``refuse_pooler``, a connection that a pooler answers for
+    (:func:`behind_pooler`) sends no LISTEN: the subscription keeps the
+    connection for its checks and hears nothing (``hears`` answers ``False``
+    without a test notice)."""
     conn = await connect()
+    try:
+        pooled = refuse_pooler and await behind_pooler(conn)
+    except BaseException:
+        conn.terminate()
+        raise
+    if pooled:
+        log.info("a connection pooler answers for PostgreSQL on the listening connection; "
+                 "not sending LISTEN through it")
+        conn.add_termination_listener(lambda _conn: on_lost())
+        return PgSubscription(conn, {}, listening=False)
     heard_checks: dict[str, asyncio.Event] = {}
     own_prefix = own_write_prefix(origin)
     own_notice = ChangeNotice(origin=origin)
@@ -199,6 +222,19 @@ async def subscribe(connect: Callable[[], Any], channel: str,
         raise
     conn.add_termination_listener(lambda _conn: on_lost())
     return PgSubscription(conn, heard_checks)
+
+
+async def behind_pooler(conn: Any) -> bool:
+    """Whether a pooler stands between ``conn`` and PostgreSQL: the backend
+    that runs a query is not the one the connection was told it had (a pooler
+    hands out keys of its own). Through a pooler in transaction mode a LISTEN
+    would stay on a pooled server connection after the transaction, and every
+    notice would reach whichever client that connection serves next (PgBouncer:
+    "got packet 'A' from server when not linked"; writes queued behind such a
+    connection were seen to wait out ``db_timeout_seconds``)."""
+    running: int = await conn.fetchval("SELECT pg_backend_pid()")
+    told: int = conn.get_server_pid()
+    return running != told
 
 
 def _self_check_token(payload: str) -> str | None:

@@ -220,8 +220,11 @@ class PostgresAdapter(SqlStorageAdapter):
                 await conn.execute("SELECT pg_notify($1, $2)", self.channel, payload)
 
         try:
-            subscription = await notify.subscribe(connect, self.channel, on_notice, on_lost,
-                                                  origin=self.instance_id)
+            # A pooler on the statement URL never gets a LISTEN (it would stay
+            # on a pooled server connection); a listen URL is the operator's word.
+            subscription = await notify.subscribe(
+                connect, self.channel, on_notice, on_lost, origin=self.instance_id,
+                refuse_pooler=self.settings.listen_url is None)
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"cannot listen on PostgreSQL {where.label}: "
                                f"{self._why(exc)}") from exc

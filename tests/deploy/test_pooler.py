@@ -12,7 +12,9 @@ import asyncio
 import logging
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import asyncpg
 import attrs
 import pytest
 
@@ -21,7 +23,8 @@ from stm_core.errors import ConfigurationError
 from stm_core.models import Turn
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
-from tests.conftest import postgres_base_url
+from stm_plugins.sqlalchemy_storage import notify
+from tests.conftest import asyncpg_dsn, postgres_base_url
 from tests.pgbouncer import PgBouncer, find_pgbouncer
 
 pytestmark = pytest.mark.postgres
@@ -61,6 +64,70 @@ async def test_a_listener_behind_the_pooler_warns_once_and_keeps_views_briefly(
         assert not await shows(b, "from A")  # no notice came: still the cached view
         clock.advance(ms=2)
         assert await shows(b, "from A")  # the short age, not 300 s, brought it in
+
+
+async def subscribed(dsn: str) -> tuple[notify.PgSubscription, list[str]]:
+    """A subscription made as the adapter makes one (a pooler refused), and
+    the channels its connection was asked to LISTEN on."""
+    listened: list[str] = []
+
+    class Listening(asyncpg.Connection):  # type: ignore[misc]
+        __slots__ = ()
+
+        async def add_listener(self, channel: str, callback: Any) -> None:
+            listened.append(channel)
+            await super().add_listener(channel, callback)
+
+    async def connect() -> Any:
+        return await asyncpg.connect(dsn, statement_cache_size=0, connection_class=Listening)
+
+    subscription = await notify.subscribe(connect, "stm_probe", lambda _n: None,
+                                          lambda: None, origin="probe", refuse_pooler=True)
+    return subscription, listened
+
+
+async def test_a_pooler_is_told_from_the_database_and_gets_no_listen(
+        pgbouncer: PgBouncer) -> None:
+    base = postgres_base_url()
+    assert base is not None
+    pooled = f"postgresql://{pgbouncer.user}@127.0.0.1:{pgbouncer.port}/{pgbouncer.dbname}"
+    for dsn, behind in ((pooled, True), (asyncpg_dsn(base), False)):
+        conn = await asyncpg.connect(dsn, statement_cache_size=0)
+        try:
+            assert await notify.behind_pooler(conn) is behind, dsn
+        finally:
+            await conn.close()
+        subscription, listened = await subscribed(dsn)
+        try:
+            # Through the pooler: no LISTEN, and the self-check sends no test notice.
+            assert listened == ([] if behind else ["stm_probe"])
+            assert subscription.listening is not behind
+
+            async def never(_payload: str) -> None:
+                raise AssertionError("a test notice was sent")
+            if behind:
+                assert await subscription.hears(never, "probe", 1.0) is False
+                assert subscription.delivers_notices is False
+        finally:
+            await subscription.close()
+
+
+async def test_no_listen_is_sent_through_the_pooler(pgbouncer: PgBouncer) -> None:
+    # A LISTEN through a pooler in transaction mode stays on a pooled server
+    # connection: every later notice reaches whichever client it serves next,
+    # and writes queued behind it were seen to wait out db_timeout_seconds.
+    url = pgbouncer.url()
+    async with open_store(url, load_entrypoints=False) as a, \
+            open_store(url, load_entrypoints=False) as b:
+        assert a.listener is not None and b.listener is not None
+        assert a.listener.hears_notices is False and b.listener.hears_notices is False
+        for round_ in range(5):  # writes at once cycle the pooled server connections
+            results = await asyncio.gather(*(
+                store.apply_tool_call(turn(f"c{i}"), {"summary": f"note {round_}-{i}"})
+                for store in (a, b) for i in range(20)))
+            assert all(r.ok for r in results)  # and each sent a notice
+        await asyncio.sleep(0.2)
+    assert "when not linked" not in pgbouncer.log_tail()
 
 
 async def test_a_direct_listener_hears_writes_made_through_the_pooler(

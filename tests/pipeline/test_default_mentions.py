@@ -4,10 +4,12 @@ one rule at a time."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stm_core.models import Turn
 from stm_plugins.default_mentions import convert_identities
-from stm_plugins.discord_mentions import convert_discord_mentions
+from stm_plugins.discord_mentions import _LINK, _LINK_MARK, convert_discord_mentions
 from stm_plugins.slack_mentions import convert_slack_mentions
 
 
@@ -49,6 +51,19 @@ def test_unknown_ids_stay_as_they_are() -> None:
 def test_discord_links_become_channel_names() -> None:
     text = convert_discord_mentions("see https://discord.com/channels/9/100/555 now", turn())
     assert text == "see the channel named `general` now"
+    for host in ("ptb.discord.com", "discordapp.com", "canary.discordapp.com"):
+        assert convert_discord_mentions(f"at http://{host}/channels/@me/200", turn()) == (
+            "at the channel named `art` (ID: 200)")
+
+
+_LINK_PIECES = ("https://", "http://", "ptb.", "discord", "app", ".com", "/channels/", "9",
+                "@me", "/", "100", "555", " ", "<#", ">", "com/channels", "discord.gg/x")
+
+
+@given(st.lists(st.sampled_from(_LINK_PIECES), max_size=14).map("".join))
+def test_the_link_scan_is_skipped_only_where_no_link_can_be(text: str) -> None:
+    # The converter looks for links only in texts holding the mark.
+    assert _LINK_MARK in text or _LINK.sub("<#x>", text) == text
 
 
 @pytest.mark.parametrize(("slack", "named"), [
