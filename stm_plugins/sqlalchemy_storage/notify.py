@@ -119,7 +119,9 @@ def decode_notice(payload: str) -> ChangeNotice | None:
 
 
 class PgSubscription:
-    """A dedicated connection (outside the pool) that LISTENs on the channel."""
+    """A dedicated connection (outside the pool) that LISTENs on the channel
+    (``listening``), or, where a pooler answers for the server, only answers
+    the listener's checks."""
 
     def __init__(self, conn: Any, heard_checks: dict[str, asyncio.Event], *,
                  listening: bool = True) -> None:
