@@ -43,6 +43,18 @@ def channel_label(channel_id: str, turn: Turn, fallback_name: str | None = None)
     return f"the {kind} named `{name}`{suffix}"
 
 
+def channel_naming(channel_id: str, turn: Turn) -> tuple[str, bool, bool] | None:
+    """What :func:`channel_reference` makes a channel's label of: its name in
+    the turn, whether it is a thread, whether another channel shares the
+    name (``None``: the turn does not name it). Equal namings of one channel
+    give equal references; a memo keyed by it makes no label string to find
+    one it made before."""
+    name = turn.channel_names.get(channel_id)
+    if not name:
+        return None
+    return name, channel_id in turn.thread_ids, name in _clashing_names(turn)
+
+
 def channel_reference(channel_id: str, turn: Turn) -> str:
     """How a header names a channel: its label, else the neutral ``<#id>``
     (which a platform's mention converter may still name)."""

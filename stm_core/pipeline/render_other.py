@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
-from stm_core.mention_names import channel_reference
+from stm_core.mention_names import channel_naming, channel_reference
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.render_memo import RenderMemo, recall, remember
 from stm_core.plugin_types import OtherChannelParts
@@ -110,7 +110,7 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
     server's ``crude_message_count``. With a ``memo``, an entry rendered before
     with the same inputs is not rendered again: the row, its server's category
     order, the render mode, and what the headers and raw lines take from the
-    turn (channel label, age label, names, impersonation)."""
+    turn (the channel's naming, age label, names, impersonation)."""
     render = profile.render_mode.render
     current_server = turn.server_id if turn.server_id is not None else DM_SERVER
     if crude_count is None:
@@ -130,10 +130,11 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
             key = record.key
             server_id = key.server_id
             same_server = server_id == current_server
-            chan = channel_reference(key.channel_id, turn) if same_server else OTHER_SERVER
+            # The channel's naming, not its label: no string made to look one up.
+            naming = channel_naming(key.channel_id, turn) if same_server else None
             age = "" if stable else relative_time(now_ms - record.updated_at_ms)
             slugs = order(server_id)
-            memo_key = (id(record), id(slugs), same_server, chan, age, fixed)
+            memo_key = (id(record), id(slugs), same_server, naming, age, fixed)
             hit = recall(memo, memo_key, record)
             if hit is not None:
                 piece = hit[0]

@@ -218,3 +218,17 @@ def test_the_same_channel_block_is_made_again_only_when_its_inputs_change() -> N
         "[System: Short term memory for this ongoing conversation:\nQuest: find the key.]")
     assert wrap_same_channel(make_turn(), "Quest: done.").endswith("\nQuest: done.]")
     assert wrap_same_channel(make_turn(), body) == block
+
+
+async def test_a_channel_that_becomes_a_thread_or_shares_its_name_is_labelled_anew(
+        stm: Stm) -> None:
+    await write(stm, server_key(ART), summary="Mural.")
+    assert "in the channel named `art` (" in (other_text(await stm.build_context(
+        make_turn())) or "")
+    assert "in the thread named `art` (" in (other_text(await stm.build_context(
+        make_turn(thread_ids={ART}))) or "")
+    shared = other_text(await stm.build_context(make_turn(
+        channel_names={ART: "art", GENERAL: "art", QUEST: "quest"})))
+    assert shared is not None and f"in the channel named `art` (ID: {ART}) (" in shared
+    assert "in the channel named `art` (" in (other_text(await stm.build_context(
+        make_turn())) or "")
