@@ -35,21 +35,22 @@ def channel_label(channel_id: str, turn: Turn, fallback_name: str | None = None)
     """``the channel named `name` `` (``the thread named ...`` for threads, with
     an ID suffix when two channels share the name), or ``None`` when neither
     the turn nor ``fallback_name`` (a name the mention itself carried) names it."""
-    name = turn.channel_names.get(channel_id, fallback_name)
-    if not name:
+    naming = channel_naming(channel_id, turn, fallback_name)
+    if naming is None:
         return None
-    kind = "thread" if channel_id in turn.thread_ids else "channel"
-    suffix = f" (ID: {channel_id})" if name in _clashing_names(turn) else ""
-    return f"the {kind} named `{name}`{suffix}"
+    name, thread, shared = naming
+    suffix = f" (ID: {channel_id})" if shared else ""
+    return f"the {'thread' if thread else 'channel'} named `{name}`{suffix}"
 
 
-def channel_naming(channel_id: str, turn: Turn) -> tuple[str, bool, bool] | None:
-    """What :func:`channel_reference` makes a channel's label of: its name in
-    the turn, whether it is a thread, whether another channel shares the
-    name (``None``: the turn does not name it). Equal namings of one channel
-    give equal references; a memo keyed by it makes no label string to find
-    one it made before."""
-    name = turn.channel_names.get(channel_id)
+def channel_naming(channel_id: str, turn: Turn,
+                   fallback_name: str | None = None) -> tuple[str, bool, bool] | None:
+    """What :func:`channel_label` makes a channel's label of: its name in the
+    turn (else ``fallback_name``), whether it is a thread, whether another
+    channel shares the name (``None``: nothing names it). Equal namings of
+    one channel give equal labels; a memo keyed by it makes no label string
+    to find one it made before."""
+    name = turn.channel_names.get(channel_id, fallback_name)
     if not name:
         return None
     return name, channel_id in turn.thread_ids, name in _clashing_names(turn)

@@ -29,9 +29,10 @@ class Loaded:
     user: UserView
     #: The current server's server-scope rows; ``None`` in a DM.
     server: MemoryView | None
-    #: The user's cross-server opt-in (read several times a build: a field,
-    #: not a property, which costs a type lookup and a call each time).
-    opt_in: bool
+
+    @property
+    def opt_in(self) -> bool:
+        return self.user.prefs.crossserver_opt_in
 
 
 async def load(stm: Stm, turn: Turn, user_id: str) -> Loaded:
@@ -43,5 +44,4 @@ async def load(stm: Stm, turn: Turn, user_id: str) -> Loaded:
         profile = await stm.profile_for(server_id)
         user = await stm.user_view(user_id)
         server = await stm.server_memories(server_id) if server_id is not None else None
-    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server,
-                  opt_in=user.prefs.crossserver_opt_in)
+    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
+from stm_core.last_made import LastMade
 from stm_core.mention_names import channel_naming, channel_reference
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.render_memo import RenderMemo, recall, remember
@@ -148,25 +149,12 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
             pieces.append(piece)
             if newest is None or record.updated_at_ms > newest:
                 newest = record.updated_at_ms
-    return ("".join(pieces).strip() if memo is None else _joined(memo, pieces)), newest
+    return _joined(tuple(pieces)), newest
 
 
-#: The render memo's slot for the last text joined (row keys are longer tuples).
-_JOINED = ("joined",)
+def _join(pieces: tuple[str, ...]) -> str:
+    return "".join(pieces).strip()
 
 
-def _joined(memo: RenderMemo, pieces: list[str]) -> str:
-    """The pieces as one trimmed text: the very object joined last time when
-    the pieces are the same (a quiet channel asked again). The mention
-    converters then find the text in their memos by identity; a new string
-    of the same text cost them a hash and a comparison of its whole length
-    on every build."""
-    key = tuple(pieces)
-    last = memo.get(_JOINED)
-    if last is not None and last[0] == key:
-        text: str = last[1]
-        return text
-    text = "".join(key).strip()
-    # One slot, replaced on every new text: bounded without the memo's count.
-    memo[_JOINED] = (key, text)
-    return text
+#: The entries' text: the very object of the build before for the same pieces.
+_joined = LastMade(_join)

@@ -15,6 +15,7 @@ An expired row, or one with nothing to show, renders nothing.
 from __future__ import annotations
 
 from stm_core.expiry import is_expired
+from stm_core.last_made import LastMade
 from stm_core.models import Turn
 from stm_core.pipeline.render_memo import RenderMemo, recall, remember
 from stm_core.pipeline.render_other import humanized
@@ -73,23 +74,17 @@ def live_body(profile: ServerProfile, record: MemoryRecord | None, now_ms: int, 
     return body
 
 
-#: The last block made: ``(body, bot name, impersonation, block)`` (one slot,
-#: replaced as a whole, so stores in other threads never see half of one).
-_last_block: list[tuple[str, str, bool, str]] = []
+def _block(inputs: tuple[str, str, bool]) -> str:
+    body, bot, impersonation = inputs
+    if impersonation:
+        return f"[System: Short term memory for this ongoing conversation:\n{body}]"
+    return f"[System: {bot}'s short term memory for this ongoing conversation:\n{body}]"
+
+
+#: The block: the very object of the build before for the same body and names.
+_blocks = LastMade(_block)
 
 
 def wrap_same_channel(turn: Turn, body: str) -> str:
-    """The same-channel block around its body: the very text made last time
-    for the same body and names, which the mention converters then find in
-    their memos by identity (a new string of it cost them a hash and a
-    comparison of its whole length)."""
-    bot, impersonation = turn.bot_name, turn.is_user_impersonation
-    last = _last_block[0] if _last_block else None
-    if last is not None and last[0] == body and last[1] == bot and last[2] == impersonation:
-        return last[3]
-    if impersonation:
-        block = f"[System: Short term memory for this ongoing conversation:\n{body}]"
-    else:
-        block = f"[System: {bot}'s short term memory for this ongoing conversation:\n{body}]"
-    _last_block[:] = [(body, bot, impersonation, block)]
-    return block
+    """The same-channel block around its body (see :mod:`stm_core.last_made`)."""
+    return _blocks((body, turn.bot_name, turn.is_user_impersonation))

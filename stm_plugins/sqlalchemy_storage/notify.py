@@ -190,16 +190,6 @@ async def subscribe(connect: Callable[[], Any], channel: str,
     connection for its checks and hears nothing (``hears`` answers ``False``
     without a test notice)."""
     conn = await connect()
-    try:
-        pooled = refuse_pooler and await behind_pooler(conn)
-    except BaseException:
-        conn.terminate()
-        raise
-    if pooled:
-        log.info("a connection pooler answers for PostgreSQL on the listening connection; "
-                 "not sending LISTEN through it")
-        conn.add_termination_listener(lambda _conn: on_lost())
-        return PgSubscription(conn, {}, listening=False)
     heard_checks: dict[str, asyncio.Event] = {}
     own_prefix = own_write_prefix(origin)
     own_notice = ChangeNotice(origin=origin)
@@ -218,12 +208,17 @@ async def subscribe(connect: Callable[[], Any], channel: str,
             on_notice(notice)
 
     try:
-        await conn.add_listener(channel, listener)
+        listening = not (refuse_pooler and await behind_pooler(conn))
+        if listening:
+            await conn.add_listener(channel, listener)
     except BaseException:
         conn.terminate()
         raise
+    if not listening:
+        log.info("a connection pooler answers for PostgreSQL on the listening connection; "
+                 "not sending LISTEN through it")
     conn.add_termination_listener(lambda _conn: on_lost())
-    return PgSubscription(conn, heard_checks)
+    return PgSubscription(conn, heard_checks, listening=listening)
 
 
 async def behind_pooler(conn: Any) -> bool:
