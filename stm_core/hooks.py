@@ -64,10 +64,11 @@ class Hooks:
     def generation(self) -> int:
         return self.pm.generation
 
-    def plugin_set_memo(self, name: str, make: Callable[[], T]) -> T:
-        """A memo made by ``make`` (empty) for answers that depend on the
-        plugins (rendered texts); a new one whenever the plugin set changes."""
-        return self._cached(("memo", name), make)
+    def plugin_set_memo(self, name: str, make: Callable[..., T], *args: Any) -> T:
+        """What ``make(*args)`` makes (an empty memo for answers that depend on
+        the plugins, such as rendered texts, or what a build takes from the
+        plugins), made again whenever the plugin set changes."""
+        return self._cached(("memo", name), make, *args)
 
     def _call_or_refuse(self, hook_name: str, **kwargs: Any) -> Any:
         """Call a hook; a plugin's exception becomes a PluginError naming it."""

@@ -21,7 +21,8 @@ from stm_core.names import shared_names
 _last_clashes: tuple[Mapping[str, str], frozenset[str]] = ({}, frozenset())
 
 
-def _clashing_names(turn: Turn) -> frozenset[str]:
+def clashing_names(turn: Turn) -> frozenset[str]:
+    """The names several of the turn's channels share."""
     global _last_clashes
     channel_names = turn.channel_names
     seen_map, clashes = _last_clashes
@@ -49,11 +50,12 @@ def channel_naming(channel_id: str, turn: Turn,
     turn (else ``fallback_name``), whether it is a thread, whether another
     channel shares the name (``None``: nothing names it). Equal namings of
     one channel give equal labels; a memo keyed by it makes no label string
-    to find one it made before."""
+    to find one it made before. ``render_other_channels`` writes this out
+    inline for the channels of one build."""
     name = turn.channel_names.get(channel_id, fallback_name)
     if not name:
         return None
-    return name, channel_id in turn.thread_ids, name in _clashing_names(turn)
+    return name, channel_id in turn.thread_ids, name in clashing_names(turn)
 
 
 def channel_reference(channel_id: str, turn: Turn) -> str:

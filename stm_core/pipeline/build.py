@@ -8,9 +8,12 @@ The stages, in order (one module each)::
 
 The server's cache policy (``cache_policy``) decides ages and placement.
 
-The objects returned are handed out again while their texts are the same
-(``results``). Filters commute, so expiry runs before visibility (cheaper, and no settings
-of a server whose rows all expired get loaded); the cap comes after both.
+The usual guild turn takes a fused path that does the same work in one
+function (``warm_guild``); every other turn, and any turn that path declines,
+runs the stages. The objects returned are handed out again while their texts
+are the same (``results``). Filters commute, so expiry runs before visibility
+(cheaper, and no settings of a server whose rows all expired get loaded); the
+cap comes after both.
 Stages 2 to 6 run as one walk over the newest rows (``recent``), which ends
 at the cap: the cost does not grow with the number of channels.
 ``build_context`` never raises: any error is logged and the empty fallback
@@ -28,7 +31,7 @@ from stm_core.models import ContextItem, StmContext, Turn
 from stm_core.pipeline.budget import fit_budget
 from stm_core.pipeline.cache_policy import base_memory_depth, nudge_depth
 from stm_core.pipeline.depth import resolve_memory_depth
-from stm_core.pipeline.load import Loaded, load
+from stm_core.pipeline.load import Loaded, load, warm_load
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.recent import newest_visible
@@ -36,6 +39,7 @@ from stm_core.pipeline.render_memo import new_render_memo
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.results import context_item, stm_context
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
+from stm_core.pipeline.warm_guild import warm_guild_context
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, MemoryKey, MemoryRecord, ServerSettings
 
@@ -54,16 +58,23 @@ async def build_context(stm: Stm, turn: Turn) -> StmContext:
     if user_id is None:
         return NO_USER_CONTEXT
     try:
-        return await _build(stm, turn, user_id)
+        loaded = warm_load(stm, turn, user_id)
+        if loaded is not None:
+            context = warm_guild_context(stm, turn, loaded)
+            if context is not None:
+                return context
+        else:
+            loaded = await load(stm, turn, user_id)
+        return await staged_build(stm, turn, user_id, loaded)
     except Exception:
         log.exception("short-term memory context failed (server %s, channel %s); "
                       "returning the empty fallback", turn.server_id, turn.channel_id)
         return StmContext.error_fallback()
 
 
-async def _build(stm: Stm, turn: Turn, user_id: str) -> StmContext:
+async def staged_build(stm: Stm, turn: Turn, user_id: str, loaded: Loaded) -> StmContext:
+    """Stages 2 to 11 over what ``load`` read: every kind of turn."""
     env = stm.settings
-    loaded = await load(stm, turn, user_id)
     profile = loaded.profile
     now = loaded.now_ms
     crude_ttl, summary_ttl = env.crude_ttl_ms, env.summary_ttl_ms

@@ -35,13 +35,22 @@ class Loaded:
         return self.user.prefs.crossserver_opt_in
 
 
+def warm_load(stm: Stm, turn: Turn, user_id: str) -> Loaded | None:
+    """What the turn reads, when the cache holds all of it (no coroutine),
+    else ``None``."""
+    warm = stm.warm_turn_state(turn.server_id, user_id)
+    if warm is None:
+        return None
+    profile, user, server = warm
+    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server)
+
+
 async def load(stm: Stm, turn: Turn, user_id: str) -> Loaded:
+    loaded = warm_load(stm, turn, user_id)
+    if loaded is not None:
+        return loaded
     server_id = turn.server_id
-    warm = stm.warm_turn_state(server_id, user_id)
-    if warm is not None:
-        profile, user, server = warm
-    else:
-        profile = await stm.profile_for(server_id)
-        user = await stm.user_view(user_id)
-        server = await stm.server_memories(server_id) if server_id is not None else None
+    profile = await stm.profile_for(server_id)
+    user = await stm.user_view(user_id)
+    server = await stm.server_memories(server_id) if server_id is not None else None
     return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server)

@@ -34,7 +34,7 @@ from stm_core.pipeline.sortcap import first_visible
 from stm_core.pipeline.visibility import (
     current_settings,
     origin_settings,
-    visibility_filter,
+    visibility_context,
 )
 from stm_core.storage.records import MemoryRecord, ServerSettings
 
@@ -95,12 +95,13 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded
         few = drop_expired(few, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
     servers = (await origin_settings(stm, turn, loaded.profile, few) if few
                else current_settings(turn, loaded.profile))
-    visible = visibility_filter(stm, turn, loaded.profile, loaded.opt_in, servers)
+    ctx = visibility_context(turn, loaded.profile, loaded.opt_in, servers)
     rows: Iterable[MemoryRecord] = few
     if server is not None:
         # Equal times: the server's own rows before folded ones (merge is
         # stable). The usual guild turn has no folded rows: no merge.
         own = server.newest_first()
         rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
-    return first_visible(rows, turn, visible, env.max_other_channels, now_ms=now,
+    return first_visible(rows, turn, stm.hooks.visibility_policies(), ctx,
+                         env.max_other_channels, now_ms=now,
                          crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl), servers

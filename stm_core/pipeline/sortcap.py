@@ -7,22 +7,24 @@ visibility, so hidden rows never use up a slot (reference §7.2).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 
 from stm_core.models import Turn
+from stm_core.plugin_types import VisibilityContext, VisibilityPolicy
 from stm_core.storage.records import MemoryRecord
 
 
 def first_visible(newest_first: Iterable[MemoryRecord], turn: Turn,
-                  visible: Callable[[MemoryRecord], bool] | None, cap: int, *,
-                  now_ms: int, crude_ttl_ms: int, summary_ttl_ms: int) -> list[MemoryRecord]:
+                  policies: Sequence[VisibilityPolicy], ctx: VisibilityContext,
+                  cap: int, *, now_ms: int, crude_ttl_ms: int,
+                  summary_ttl_ms: int) -> list[MemoryRecord]:
     """The first ``cap`` rows that are candidates of ``turn`` (another channel,
     the turn's persona lineage: ``gather``'s rule), not expired
-    (:func:`~stm_core.pipeline.expiry.is_shown`) and ``visible``. Every build
-    walks this, so it is one loop with both rules written out inline, no
-    generator or call per row for them; a property test keeps it equal to
-    the rules. Folded and DM rows come already filtered by both and pass
-    again (a few rows at most)."""
+    (:func:`~stm_core.pipeline.expiry.is_shown`) and visible: no policy
+    answers ``False`` for them with ``ctx``. Every build walks this, so it is
+    one loop with the rules written out inline, no generator or call per row
+    for them but the policies' own; a property test keeps it equal to the
+    rules. Folded and DM rows come already filtered by both and pass again (a few rows at most)."""
     kept: list[MemoryRecord] = []
     if cap <= 0:
         return kept
@@ -37,7 +39,10 @@ def first_visible(newest_first: Iterable[MemoryRecord], turn: Turn,
         elif r.updated_at_ms < crude_since or not (
                 r.messages or any(v.strip() for v in r.categories.values())):
             continue
-        if visible is None or visible(r):
+        for policy in policies:
+            if policy(r, ctx) is False:
+                break
+        else:
             kept.append(r)
             if len(kept) == cap:
                 break

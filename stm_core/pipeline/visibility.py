@@ -5,12 +5,13 @@ thread inheritance and the bypass, keeps DM rows out of servers and other
 servers' private channels out of folded recall. Policies see the settings of
 every server a candidate comes from; those are loaded through the store's
 cache, so a warm turn makes no storage call. Runs before the cap, one
-candidate at a time as the walk over the newest rows reaches it.
+candidate at a time as the walk over the newest rows reaches it: the walk
+calls them directly with one context per build (no closure per row).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from stm_core.models import Turn
@@ -53,34 +54,14 @@ async def origin_settings(stm: Stm, turn: Turn, profile: ServerProfile,
     return servers
 
 
-def visibility_filter(stm: Stm, turn: Turn, profile: ServerProfile, opt_in: bool,
-                      servers: Mapping[str, ServerSettings]
-                      ) -> Callable[[MemoryRecord], bool] | None:
-    """Whether a candidate may be shown (any policy saying ``False`` hides it);
-    ``None`` when no policy is registered."""
-    policies = stm.hooks.visibility_policies()
-    if not policies:
-        return None
-    ctx = _make_context(
+def visibility_context(turn: Turn, profile: ServerProfile, opt_in: bool,
+                       servers: Mapping[str, ServerSettings]) -> VisibilityContext:
+    """What every policy sees of this turn, made once per build."""
+    return _make_context(
         turn=turn,
         current=servers.get(turn.server_id) if turn.server_id is not None else None,
         current_is_private=current_is_private(turn, profile),
         crossserver_opt_in=opt_in,
         servers=servers,
     )
-
-    if len(policies) == 1:  # the usual set: the built-in policy alone
-        (only,) = policies
-
-        def visible_to_one(r: MemoryRecord) -> bool:
-            return only(r, ctx) is not False
-        return visible_to_one
-
-    def visible(r: MemoryRecord) -> bool:
-        # A plain loop: all() over a generator costs more per row on this path.
-        for policy in policies:  # noqa: SIM110
-            if policy(r, ctx) is False:
-                return False
-        return True
-    return visible
 

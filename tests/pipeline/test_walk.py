@@ -11,6 +11,7 @@ from stm_core.cache import MemoryView
 from stm_core.models import Turn, crude_line
 from stm_core.pipeline.expiry import is_shown
 from stm_core.pipeline.sortcap import first_visible
+from stm_core.plugin_types import VisibilityContext, VisibilityPolicy
 from stm_core.storage.records import MemoryKey, MemoryRecord
 
 CHANNELS = ("1", "2", "3", "4", "5")
@@ -33,27 +34,36 @@ ROWS = st.builds(
     st.integers(0, 60_000) | st.sampled_from(AT_THE_EDGES), st.integers(1, 3))
 
 
+#: What a policy answers for each channel: hide, let through, or abstain.
+ANSWERS = st.dictionaries(st.sampled_from(CHANNELS), st.sampled_from([False, True, None]))
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(ROWS, max_size=12), st.sampled_from(CHANNELS),
        st.sampled_from([None, "", "L1", "L2"]), st.integers(-1, 4),
-       st.sets(st.sampled_from(CHANNELS)), st.booleans())
+       st.lists(ANSWERS, max_size=3))
 def test_the_walk_keeps_what_the_rules_keep(
         rows: list[MemoryRecord], channel: str, lineage: str | None, cap: int,
-        hidden: set[str], any_policy: bool) -> None:
+        answers: list[dict[str, bool | None]]) -> None:
     view = MemoryView(rows, max_rows=len(rows) + 1)
     turn = Turn(user_id="42", channel_id=channel, server_id="9",
                 persona_lineage_id=lineage)
+    ctx = VisibilityContext(turn=turn, current=None, current_is_private=False,
+                            crossserver_opt_in=False, servers={})
 
-    def visible(r: MemoryRecord) -> bool:
-        return r.key.channel_id not in hidden
+    def policy(answer: dict[str, bool | None]) -> VisibilityPolicy:
+        def decide(r: MemoryRecord, seen: VisibilityContext) -> bool | None:
+            assert seen is ctx
+            return answer.get(r.key.channel_id)
+        return decide
 
-    policy = visible if any_policy else None
-    walked = first_visible(view.newest_first(), turn, policy, cap, now_ms=NOW,
+    policies = [policy(a) for a in answers]
+    walked = first_visible(view.newest_first(), turn, policies, ctx, cap, now_ms=NOW,
                            crude_ttl_ms=CRUDE_TTL, summary_ttl_ms=SUMMARY_TTL)
-    # The rules, one by one, over the rows newest first.
+    # The rules, one by one, over the rows newest first: any False hides.
     ruled = [r for r in view.newest_first()
              if r.key.channel_id != channel and (not lineage or r.persona_lineage_id == lineage)
              and is_shown(r, NOW, crude_ttl_ms=CRUDE_TTL, summary_ttl_ms=SUMMARY_TTL)
-             and (policy is None or policy(r))][:max(cap, 0)]
+             and all(a.get(r.key.channel_id) is not False for a in answers)][:max(cap, 0)]
     assert walked == ruled
     assert all(a is b for a, b in zip(walked, ruled, strict=True))

@@ -9,6 +9,7 @@ from stm_core import telemetry
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.expiry import is_shown
 from stm_core.pipeline.sortcap import first_visible
+from stm_core.plugin_types import VisibilityContext
 from stm_core.storage.records import MemoryKey, MemoryRecord
 from stm_core.store import Stm
 
@@ -69,7 +70,10 @@ RECORDS = st.builds(
 @given(RECORDS, st.integers(min_value=0, max_value=30), st.integers(min_value=0, max_value=30))
 def test_the_walks_expiry_test_is_is_shown(record: MemoryRecord, crude: int, summary: int) -> None:
     now = 1_000_000
-    walked = first_visible([record], Turn(user_id="42", channel_id="2", server_id="9"), None,
-                           1, now_ms=now, crude_ttl_ms=crude, summary_ttl_ms=summary)
+    turn = Turn(user_id="42", channel_id="2", server_id="9")
+    ctx = VisibilityContext(turn=turn, current=None, current_is_private=False,
+                            crossserver_opt_in=False, servers={})
+    walked = first_visible([record], turn, (), ctx, 1, now_ms=now, crude_ttl_ms=crude,
+                           summary_ttl_ms=summary)
     assert (walked == [record]) == is_shown(record, now, crude_ttl_ms=crude,
                                             summary_ttl_ms=summary)

@@ -1,0 +1,211 @@
+"""The usual guild turn, built in one function (the warm path).
+
+:mod:`stm_core.pipeline.build` runs a turn as stages, one module each, so
+every rule has one place. Most turns are of one kind, though: a channel of a
+server whose state is all cached, a user who does not recall other servers,
+a block within its prompt budget. For those, this function does the same
+work over the cached view in one body: the stages' wrappers, closures and
+small records (about 40 % of the Python calls of a staged build) are left out,
+and what depends only on the plugin set (the converters, the policies, the
+render memo) is looked up once per plugin set (:class:`PluginPlan`). The
+leaves are the stages' own: the walk, the renderers, the memos.
+
+A turn of any other kind (a DM, the cross-server opt-in, a view whose bound
+dropped rows that could show, a live row the view does not hold, a block over
+its budget) gets ``None`` here and takes the stages. A property test keeps
+both equal over generated stores and turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+import attrs
+
+from stm_core.hooks import Hooks
+from stm_core.models import ContextItem, StmContext, Turn
+from stm_core.pipeline.cache_policy import STABLE_NUDGE_DEPTH
+from stm_core.pipeline.load import Loaded
+from stm_core.pipeline.render_memo import RenderMemo, new_render_memo
+from stm_core.pipeline.render_other import render_other_channels
+from stm_core.pipeline.results import context_item, stm_context
+from stm_core.pipeline.same_channel import live_body, wrap_same_channel
+from stm_core.pipeline.sortcap import first_visible
+from stm_core.pipeline.visibility import visibility_context
+from stm_core.plugin_types import (
+    MentionConverter,
+    TokenCounter,
+    VisibilityPolicy,
+    is_byte_bounded,
+)
+from stm_core.storage.records import MemoryKey, MemoryRecord
+
+if TYPE_CHECKING:
+    from stm_core.store import Stm
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@attrs.frozen
+class PluginPlan:
+    """What a guild build takes from the plugin set, looked up once per set."""
+
+    hooks: Hooks
+    converters: tuple[MentionConverter, ...]
+    policies: tuple[VisibilityPolicy, ...]
+    #: The staged build's render memo: both paths share its entries.
+    memo: RenderMemo
+    #: provider -> its token counter and whether the counter is byte-bounded.
+    counters: dict[str, tuple[TokenCounter, bool]] = attrs.field(factory=dict)
+    #: (provider, stm enabled, explicit intent, model) -> the gates' verdict
+    #: for a turn with tools.
+    gates: dict[tuple[str, bool, bool, str | None], bool] = attrs.field(factory=dict)
+
+    def counter(self, provider: str) -> tuple[TokenCounter, bool]:
+        found = self.counters.get(provider)
+        if found is None:
+            count = self.hooks.token_counter(provider)
+            found = (count, is_byte_bounded(count))
+            _bounded_put(self.counters, provider, found)
+        return found
+
+    def gate(self, turn: Turn, stm_enabled: bool) -> bool:
+        key = (turn.provider, stm_enabled, turn.explicit_long_term_intent, turn.model)
+        verdict = self.gates.get(key)
+        if verdict is None:
+            verdict = self.hooks.tool_available(turn.provider, True, stm_enabled,
+                                                turn.explicit_long_term_intent, turn.model)
+            _bounded_put(self.gates, key, verdict)
+        return verdict
+
+
+#: Answers a plan keeps per table before it starts over (hosts name the models).
+PLAN_ENTRIES = 1024
+
+
+def _bounded_put(table: dict[K, V], key: K, value: V) -> None:
+    if len(table) >= PLAN_ENTRIES:
+        table.clear()
+    table[key] = value
+
+
+def plugin_plan(hooks: Hooks) -> PluginPlan:
+    return PluginPlan(hooks=hooks, converters=hooks.mention_converters(),
+                      policies=hooks.visibility_policies(),
+                      memo=hooks.plugin_set_memo("render", new_render_memo))
+
+
+def warm_guild_context(stm: Stm, turn: Turn, loaded: Loaded) -> StmContext | None:
+    """The context of a usual guild turn, equal to the staged build's, or
+    ``None`` when the turn is not one (the caller then runs the stages)."""
+    server = loaded.server
+    if server is None or loaded.user.prefs.crossserver_opt_in:
+        return None
+    server_id = turn.server_id
+    profile = loaded.profile
+    env = stm.settings
+    now = loaded.now_ms
+    crude_ttl, summary_ttl = env.crude_ttl_ms, env.summary_ttl_ms
+    hooks = stm.hooks
+    plan: PluginPlan = hooks.plugin_set_memo("guild plan", plugin_plan, hooks)
+    converters = plan.converters
+
+    # Stages 2 to 6: no folded rows, so the current server's settings alone.
+    settings = profile.settings
+    servers = {server_id: settings} if server_id is not None and settings is not None else {}
+    ctx = visibility_context(turn, profile, False, servers)
+    cap = env.max_other_channels
+    shown = first_visible(server.newest_first(), turn, plan.policies, ctx, cap, now_ms=now,
+                          crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
+    dropped = server.dropped_through_ms
+    if dropped is not None and cap > 0 and not (len(shown) == cap
+                                                and shown[-1].updated_at_ms > dropped):
+        return None  # rows the view let go could show: the stages read them
+
+    # Stage 8: the live row, its block and the nudge (turns with tools).
+    record: MemoryRecord | None = None
+    same: str | None = None
+    nudge: str | None = None
+    has_tools = turn.has_tools
+    if has_tools:
+        assert server_id is not None  # a view is only loaded in a server
+        key = MemoryKey.server(server_id, turn.channel_id, turn.persona_id)
+        record = server.records.get(key)
+        if record is None and key not in server.absent:
+            return None  # the store reads it
+        counter = record.turns_since_refresh if record is not None else 0
+        if counter >= profile.refresh_cadence and plan.gate(turn, profile.stm_enabled):
+            nudge = stm.profiles.prompts(server_id, profile, turn.provider, turn.model).nudge
+            if nudge:
+                for convert in converters:
+                    nudge = convert(nudge, turn)
+            else:
+                nudge = None
+        body = live_body(profile, record, now, crude_ttl_ms=crude_ttl,
+                         summary_ttl_ms=summary_ttl, memo=plan.memo)
+        if body is not None:
+            same = wrap_same_channel(turn, body)
+            for convert in converters:
+                same = convert(same, turn)
+
+    # Stage 7: every row shown is the current server's.
+    other: str | None = None
+    newest: int | None = None
+    if shown:
+        slug_map = profile.slug_map
+
+        def order(origin: str) -> Mapping[str, str]:
+            return slug_map
+
+        other, newest = render_other_channels(turn, profile, shown, now, order,
+                                              crude_count=profile.crude_message_count,
+                                              memo=plan.memo)
+        if other:
+            for convert in converters:
+                other = convert(other, turn)
+        else:
+            other = None
+
+    # Stage 9b: within the budget as it is, or the stages degrade it.
+    budget = profile.prompt_budget_tokens
+    count, bounded = plan.counter(turn.provider)  # asked on every build, as by the stages
+    if budget > 0:
+        most = 0  # budget.most_tokens of the three, inline
+        for text in (nudge, same, other):
+            if text:
+                most += len(text) if text.isascii() else 4 * len(text)
+        if not (bounded and most <= budget):
+            # Counted as the stages count: the nudge, the same block, the others.
+            tokens = count(nudge) if nudge else 0
+            if same:
+                tokens += count(same)
+            if other:
+                tokens += count(other)
+            if tokens > budget:
+                return None
+
+    items: tuple[ContextItem, ...]
+    if other:
+        other_item = context_item(other, "other_channels")
+        items = (other_item, context_item(same, "same_channel")) if same else (other_item,)
+    else:
+        items = (context_item(same, "same_channel"),) if same else ()
+    nudge_item = None if nudge is None else context_item(nudge, "nudge")
+
+    # Stage 9 and the cache policy (pipeline.cache_policy, pipeline.depth).
+    stable = profile.stable
+    depth = profile.content_injection_depth
+    if stable:
+        depth = max(depth, 0)  # cache_policy.stable_memory_depth
+    elif has_tools and items:
+        if record is not None and now - record.updated_at_ms <= (
+                summary_ttl if record.summary else crude_ttl):
+            newest = max(newest or 0, record.updated_at_ms)
+        if newest is not None and now - newest <= env.fresh_window_ms:
+            fresh = env.fresh_injection_depth
+            depth = fresh if depth < 0 else min(fresh, depth)
+    return stm_context(items, nudge_item,
+                       STABLE_NUDGE_DEPTH if stable else profile.nudge_injection_depth,
+                       depth, profile.cache_policy)

@@ -1,0 +1,273 @@
+"""The usual guild turn's fused build gives what the stages give.
+
+``warm_guild_context`` does the stages' work in one function for the usual
+guild turn and declines every other kind. Over generated servers (settings,
+private channels, categories, budgets, cache policies, rows at the TTL edges,
+bounded views) and turns (channels with and without rows, threads, personas,
+names, providers without tools, impersonation), whatever it answers must
+equal the staged build of the same loaded state; and it must answer the
+usual turn, not decline its way to equality.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hookspecs import hookimpl
+from stm_core.clock import ManualClock
+from stm_core.models import StmContext, Turn
+from stm_core.pipeline import warm_guild
+from stm_core.pipeline.build import staged_build
+from stm_core.pipeline.load import warm_load
+from stm_core.pipeline.warm_guild import warm_guild_context
+from stm_core.plugin_types import MentionConverter
+from stm_core.settings import Settings
+from stm_core.store import Stm, open_store
+
+from .support import (
+    OpenStm,
+    capture,
+    make_turn,
+    server_key,
+    set_categories,
+    set_opt_in,
+    set_settings,
+    user_key,
+    write,
+)
+
+NOW = 1_767_225_600_000
+HOUR = 3_600_000
+CHANNELS = ("c1", "c2", "c3", "c4", "c5", "c6")
+#: Ages around the fresh window (1 h) and both TTLs (12 h, 24 h), and between.
+AGES = st.sampled_from([0, 1, 59 * 60_000, HOUR, HOUR + 1, 12 * HOUR, 12 * HOUR + 1,
+                        24 * HOUR, 24 * HOUR + 1, 5 * HOUR]) | st.integers(0, 30 * HOUR)
+
+ROW = st.fixed_dictionaries({
+    "channel": st.sampled_from(CHANNELS),
+    "persona": st.sampled_from([None, "p1"]),
+    "lineage": st.sampled_from([None, "L1", "L2"]),
+    "parent": st.sampled_from([None, "c1", "c6"]),
+    "lines": st.lists(st.sampled_from(["hi <#c2>", "yo {user}", "@everyone look", "ok"]),
+                      max_size=3),
+    "counter": st.integers(0, 3),
+    "summary": st.sampled_from([None, "", "a plan with <@u2>", "quiet"]),
+    "categories": st.none() | st.dictionaries(st.sampled_from(["mood", "plan", "gone"]),
+                                              st.sampled_from(["", " ", "calm", "go"]),
+                                              max_size=3),
+    "age": AGES,
+})
+
+SERVER = st.fixed_dictionaries({
+    "private": st.sets(st.sampled_from(CHANNELS), max_size=2),
+    "bypass": st.booleans(),
+    "render_mode": st.sampled_from([None, "crude_summary", "supersede"]),
+    "cache_policy": st.sampled_from([None, "freshness", "stable"]),
+    "labels": st.sampled_from([None, ("summary",), ("Mood", "Plan"), ("Plan",)]),
+    "cadence": st.sampled_from([None, 1, 2, 3]),
+    "crude": st.sampled_from([None, 1, 2]),
+    "budget": st.sampled_from([None, 0, 12, 60, 400, 5000]),
+    "content_depth": st.sampled_from([None, -1, 0, 3]),
+    "nudge_depth": st.sampled_from([None, 0, 2]),
+    "stm_enabled": st.sampled_from([None, True, False]),
+})
+
+TURN = st.fixed_dictionaries({
+    "channel_id": st.sampled_from((*CHANNELS, "fresh")),
+    "persona_id": st.sampled_from([None, "p1"]),
+    "persona_lineage_id": st.sampled_from([None, "", "L1", "L2"]),
+    "parent_channel_id": st.sampled_from([None, "c1", "c6"]),
+    "has_tools": st.booleans(),
+    "is_user_impersonation": st.booleans(),
+    "explicit_long_term_intent": st.booleans(),
+    "provider": st.sampled_from(["openai", "anthropic", "novelai"]),
+    "channel_names": st.dictionaries(st.sampled_from(CHANNELS),
+                                     st.sampled_from(["general", "art", "quest"]), max_size=4),
+    "thread_ids": st.sets(st.sampled_from(CHANNELS), max_size=2),
+    "user_names": st.sampled_from([{}, {"u2": "Bea"}]),
+})
+
+ENV = st.fixed_dictionaries({
+    "max_other_channels": st.integers(0, 4),
+    "cache_max_rows_per_view": st.sampled_from([1, 2, 3, 1000]),
+    "prompt_budget_tokens": st.sampled_from([0, 40, 2000]),
+})
+
+
+async def seed(stm: Stm, clock: ManualClock, server: dict[str, Any],
+               rows: list[dict[str, Any]], opt_in: bool) -> None:
+    labels = server["labels"]
+    await set_settings(
+        stm, private_channel_ids=frozenset(server["private"]),
+        privacy_bypass=server["bypass"], render_mode=server["render_mode"],
+        cache_policy=server["cache_policy"], refresh_cadence=server["cadence"],
+        crude_message_count=server["crude"], prompt_budget_tokens=server["budget"],
+        content_injection_depth=server["content_depth"],
+        nudge_injection_depth=server["nudge_depth"], stm_enabled=server["stm_enabled"])
+    if labels:
+        await set_categories(stm, labels)
+    # Oldest first, so the clock only moves forward.
+    for row in sorted(rows, key=lambda r: -r["age"]):
+        clock.set(NOW - row["age"])
+        key = server_key(row["channel"], row["persona"])
+        lines = [("user" if n % 2 == 0 else "model", None, text)
+                 for n, text in enumerate(row["lines"])]
+        await capture(stm, key, *lines, counter_increment=row["counter"],
+                      lineage=row["lineage"], parent=row["parent"])
+        if row["summary"] is not None or row["categories"] is not None:
+            await write(stm, key, summary=row["summary"], categories=row["categories"],
+                        lineage=row["lineage"], parent=row["parent"])
+    if opt_in:
+        clock.set(NOW - 1000)
+        await write(stm, user_key("far", server="elsewhere"), summary="far away")
+        await set_opt_in(stm)
+    clock.set(NOW)
+
+
+async def both(env: dict[str, Any], server: dict[str, Any], rows: list[dict[str, Any]],
+               turn_fields: dict[str, Any], opt_in: bool
+               ) -> tuple[StmContext | None, StmContext]:
+    clock = ManualClock(NOW)
+    async with open_store("memory://", clock=clock, load_entrypoints=False,
+                          settings=Settings(**env)) as stm:
+        await seed(stm, clock, server, rows, opt_in)
+        turn = make_turn(**turn_fields)
+        await stm.build_context(turn)  # loads every view the turn reads
+        fresh_turn = make_turn(**turn_fields)  # a host's next Turn: per-Turn memos cold
+        loaded = warm_load(stm, fresh_turn, "alice")
+        assert loaded is not None
+        fused = warm_guild_context(stm, fresh_turn, loaded)
+        staged = await staged_build(stm, fresh_turn, "alice", loaded)
+        # Once more, now that the memos hold what the first builds made.
+        again = warm_guild_context(stm, make_turn(**turn_fields), loaded)
+        assert again == fused
+        return fused, staged
+
+
+def row(channel: str, age: int, **fields: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {"channel": channel, "persona": None, "lineage": None,
+                              "parent": None, "lines": ["hi"], "counter": 0,
+                              "summary": "a plan", "categories": None, "age": age}
+    values.update(fields)
+    return values
+
+
+BASE_SERVER: dict[str, Any] = {
+    "private": set(), "bypass": False, "render_mode": None, "cache_policy": None,
+    "labels": None, "cadence": None, "crude": None, "budget": None, "content_depth": None,
+    "nudge_depth": None, "stm_enabled": None}
+BASE_TURN: dict[str, Any] = {"channel_id": "c1", "has_tools": False}
+BASE_ENV: dict[str, Any] = {"max_other_channels": 3, "cache_max_rows_per_view": 1000,
+                            "prompt_budget_tokens": 2000}
+
+
+@pytest.mark.parametrize(("case", "env", "rows", "turn"), [
+    # The fresh window's edge: an hour old is fresh, a millisecond more is not.
+    *[(f"fresh window {age}", {}, [row("c2", age)], {}) for age in (HOUR - 1, HOUR, HOUR + 1)],
+    # The live row's own age moves the block too (turns with tools).
+    *[(f"live row {age}", {}, [row("c2", 5 * HOUR), row("c1", age)], {"has_tools": True})
+      for age in (HOUR, HOUR + 1)],
+    # A one-row view holding only the current channel's row: the older row it
+    # dropped is the one to show, whatever the cap.
+    *[(f"dropped under cap {cap}", {"max_other_channels": cap, "cache_max_rows_per_view": 1},
+       [row("c2", 2 * HOUR), row("c1", 1)], {}) for cap in (1, 2)],
+])
+def test_edges_the_generator_may_miss(case: str, env: dict[str, Any],
+                                      rows: list[dict[str, Any]],
+                                      turn: dict[str, Any]) -> None:
+    fused, staged = asyncio.run(both({**BASE_ENV, **env}, BASE_SERVER, rows,
+                                     {**BASE_TURN, **turn}, False))
+    assert fused is None or fused == staged, case
+    assert staged.memory_items, case
+
+
+def test_a_block_over_its_budget_takes_the_stages() -> None:
+    rows = [row("c2", 1, lines=["a long line of talk"] * 3)]
+    server = {**BASE_SERVER, "render_mode": "crude_summary"}
+    fused, staged = asyncio.run(both({**BASE_ENV, "prompt_budget_tokens": 30}, server, rows,
+                                     BASE_TURN, False))
+    assert fused is None
+    [item] = staged.memory_items  # the stages dropped the raw lines to fit
+    assert "a plan" in item.text and "a long line" not in item.text
+
+
+def test_the_fused_build_equals_the_stages() -> None:
+    answered: list[bool] = []
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(env=ENV, server=SERVER, rows=st.lists(ROW, max_size=8), turn=TURN,
+           opt_in=st.booleans())
+    def check(env: dict[str, Any], server: dict[str, Any], rows: list[dict[str, Any]],
+              turn: dict[str, Any], opt_in: bool) -> None:
+        fused, staged = asyncio.run(both(env, server, rows, turn, opt_in))
+        answered.append(fused is not None)
+        if fused is not None:
+            assert fused == staged
+        if opt_in:
+            assert fused is None  # other servers' rows may fold in: the stages' work
+
+    check()
+    # Equal by declining every turn would prove nothing.
+    assert sum(answered) >= len(answered) // 3, f"{sum(answered)} of {len(answered)}"
+
+
+async def test_the_usual_guild_turn_takes_the_fused_path(
+        open_stm: OpenStm, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with open_stm("memory://") as stm:
+        await write(stm, server_key("222"), summary="planning the raid")
+        await capture(stm, server_key("333"), ("user", None, "hello"), counter_increment=5)
+        await write(stm, server_key("333"), summary="the quest so far")
+        await stm.build_context(make_turn())
+        answers: list[StmContext | None] = []
+
+        def spy(stm: Stm, turn: Turn, loaded: Any) -> StmContext | None:
+            answers.append(warm_guild_context(stm, turn, loaded))
+            return answers[-1]
+
+        monkeypatch.setattr("stm_core.pipeline.build.warm_guild_context", spy)
+        ctx = await stm.build_context(make_turn())
+        assert answers == [ctx] and ctx.nudge_item is not None
+        assert [i.kind for i in ctx.memory_items] == ["other_channels", "same_channel"]
+        # A DM, and a user who recalls other servers, take the stages.
+        await stm.build_context(make_turn(server_id=None))
+        await set_opt_in(stm)
+        await stm.build_context(make_turn())
+        assert answers[1:] == [None, None]
+
+
+class Shout:
+    """A converter registered after the first build."""
+
+    @hookimpl
+    def stm_mention_converters(self) -> Iterable[MentionConverter]:
+        return [lambda text, turn: text.upper()]
+
+
+async def test_a_new_plugin_set_gets_a_new_plan(open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        await write(stm, server_key("222"), summary="see <#333>")
+        await stm.build_context(make_turn())
+        before = stm.hooks.plugin_set_memo("guild plan", warm_guild.plugin_plan, stm.hooks)
+        stm.pm.register(Shout(), name="shout")
+        after = stm.hooks.plugin_set_memo("guild plan", warm_guild.plugin_plan, stm.hooks)
+        assert after is not before and len(after.converters) == len(before.converters) + 1
+        ctx = await stm.build_context(make_turn())
+        assert ctx.memory_items[0].text.startswith("[SYSTEM: TOMORI REMEMBERS")
+
+
+async def test_a_plan_keeps_a_bounded_number_of_answers(open_stm: OpenStm) -> None:
+    """Hosts name the models: a plan must not grow with every name it sees."""
+    async with open_stm("memory://") as stm:
+        plan = stm.hooks.plugin_set_memo("guild plan", warm_guild.plugin_plan, stm.hooks)
+        for n in range(warm_guild.PLAN_ENTRIES + 10):
+            assert plan.gate(make_turn(model=f"model-{n}"), True) is True
+            plan.counter(f"provider-{n}")
+        assert 0 < len(plan.gates) <= warm_guild.PLAN_ENTRIES
+        assert 0 < len(plan.counters) <= warm_guild.PLAN_ENTRIES
+        assert plan.gate(make_turn(provider="novelai"), True) is False
