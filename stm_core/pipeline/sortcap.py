@@ -24,7 +24,8 @@ def first_visible(newest_first: Iterable[MemoryRecord], turn: Turn,
     answers ``False`` for them with ``ctx``. Every build walks this, so it is
     one loop with the rules written out inline, no generator or call per row
     for them but the policies' own; a property test keeps it equal to the
-    rules. Folded and DM rows come already filtered by both and pass again (a few rows at most)."""
+    rules. Folded and DM rows come already filtered by both and pass again
+    (a few rows at most)."""
     kept: list[MemoryRecord] = []
     if cap <= 0:
         return kept

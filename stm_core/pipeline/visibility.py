@@ -64,4 +64,3 @@ def visibility_context(turn: Turn, profile: ServerProfile, opt_in: bool,
         crossserver_opt_in=opt_in,
         servers=servers,
     )
-
