@@ -8,9 +8,9 @@ The stages, in order (one module each)::
 
 The server's cache policy (``cache_policy``) decides ages and placement.
 
-The usual guild turn takes a fused path that does the same work in one
-function (``warm_guild``); every other turn, and any turn that path declines,
-runs the stages. The objects returned are handed out again while their texts
+The usual turn takes a fused path that does the same work in one function
+(``warm``); every other turn, and any turn that path declines, runs the
+stages. The objects returned are handed out again while their texts
 are the same (``results``). Filters commute, so expiry runs before visibility
 (cheaper, and no settings of a server whose rows all expired get loaded); the
 cap comes after both.
@@ -39,7 +39,7 @@ from stm_core.pipeline.render_memo import new_render_memo
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.results import context_item, stm_context
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
-from stm_core.pipeline.warm_guild import warm_guild_context
+from stm_core.pipeline.warm import warm_context
 from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, MemoryKey, MemoryRecord, ServerSettings
 
@@ -60,7 +60,7 @@ async def build_context(stm: Stm, turn: Turn) -> StmContext:
     try:
         loaded = warm_load(stm, turn, user_id)
         if loaded is not None:
-            context = warm_guild_context(stm, turn, loaded)
+            context = warm_context(stm, turn, loaded)
             if context is not None:
                 return context
         else:

@@ -1,24 +1,25 @@
-"""The usual guild turn, built in one function (the warm path).
+"""The usual turn, built in one function (the warm path).
 
 :mod:`stm_core.pipeline.build` runs a turn as stages, one module each, so
-every rule has one place. Most turns are of one kind, though: a channel of a
-server whose state is all cached, a user who does not recall other servers,
-a block within its prompt budget. For those, this function does the same
-work over the cached view in one body: the stages' wrappers, closures and
-small records (about 40 % of the Python calls of a staged build) are left out,
-and what depends only on the plugin set (the converters, the policies, the
-render memo) is looked up once per plugin set (:class:`PluginPlan`). The
-leaves are the stages' own: the walk, the renderers, the memos.
+every rule has one place. Most turns are of one kind, though: everything
+they read is cached, the user does not recall other servers, and the block
+fits its prompt budget; in a server channel they show that server's rows,
+in a DM the user's DM rows. For those, this function does the same work over
+the cached view in one body: the stages' wrappers, closures and small
+records (about 40 % of the Python calls of a staged build) are left out, and
+what depends only on the plugin set (the converters, the policies, the
+render memo, token counters, gate verdicts) is looked up once per plugin set
+(:class:`PluginPlan`). The leaves are the stages' own: the walk, the
+renderers, the memos.
 
-A turn of any other kind (a DM, the cross-server opt-in, a view whose bound
+A turn of any other kind (the cross-server opt-in, a view whose bound
 dropped rows that could show, a live row the view does not hold, a block over
 its budget) gets ``None`` here and takes the stages. A property test keeps
 both equal over generated stores and turns.
 """
-
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import attrs
@@ -39,7 +40,7 @@ from stm_core.plugin_types import (
     VisibilityPolicy,
     is_byte_bounded,
 )
-from stm_core.storage.records import MemoryKey, MemoryRecord
+from stm_core.storage.records import DM_SERVER, MemoryKey, MemoryRecord
 
 if TYPE_CHECKING:
     from stm_core.store import Stm
@@ -50,7 +51,7 @@ V = TypeVar("V")
 
 @attrs.frozen
 class PluginPlan:
-    """What a guild build takes from the plugin set, looked up once per set."""
+    """What a warm build takes from the plugin set, looked up once per set."""
 
     hooks: Hooks
     converters: tuple[MentionConverter, ...]
@@ -97,29 +98,42 @@ def plugin_plan(hooks: Hooks) -> PluginPlan:
                       memo=hooks.plugin_set_memo("render", new_render_memo))
 
 
-def warm_guild_context(stm: Stm, turn: Turn, loaded: Loaded) -> StmContext | None:
-    """The context of a usual guild turn, equal to the staged build's, or
-    ``None`` when the turn is not one (the caller then runs the stages)."""
-    server = loaded.server
-    if server is None or loaded.user.prefs.crossserver_opt_in:
-        return None
+def warm_context(stm: Stm, turn: Turn, loaded: Loaded) -> StmContext | None:
+    """The context of a usual turn, equal to the staged build's, or ``None``
+    when the turn is not one (the caller then runs the stages)."""
+    user = loaded.user
+    if user.prefs.crossserver_opt_in:
+        return None  # other servers' rows may fold in
     server_id = turn.server_id
     profile = loaded.profile
     env = stm.settings
     now = loaded.now_ms
     crude_ttl, summary_ttl = env.crude_ttl_ms, env.summary_ttl_ms
     hooks = stm.hooks
-    plan: PluginPlan = hooks.plugin_set_memo("guild plan", plugin_plan, hooks)
+    plan: PluginPlan = hooks.plugin_set_memo("warm plan", plugin_plan, hooks)
     converters = plan.converters
 
-    # Stages 2 to 6: no folded rows, so the current server's settings alone.
+    # Stages 2 to 6 (gather, crossserver, expiry, visibility, sortcap).
+    view = loaded.server
+    rows: Iterable[MemoryRecord]
     settings = profile.settings
-    servers = {server_id: settings} if server_id is not None and settings is not None else {}
+    if view is not None:  # a server channel: the server's rows, its settings alone
+        assert server_id is not None
+        rows = view.newest_first()
+        servers = {server_id: settings} if settings is not None else {}
+        live_key = MemoryKey.server(server_id, turn.channel_id, turn.persona_id)
+        slugs: Mapping[str, str] | None = profile.slug_map
+    else:  # a DM: the user's rows from DMs, no server's settings
+        view = user.memories
+        rows = (r for r in view.newest_first() if r.key.server_id == DM_SERVER)
+        servers = {}
+        live_key = MemoryKey.user(user.prefs.user_id, turn.channel_id, turn.persona_id, None)
+        slugs = None  # DMs keep their categories' stored order
     ctx = visibility_context(turn, profile, False, servers)
     cap = env.max_other_channels
-    shown = first_visible(server.newest_first(), turn, plan.policies, ctx, cap, now_ms=now,
+    shown = first_visible(rows, turn, plan.policies, ctx, cap, now_ms=now,
                           crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
-    dropped = server.dropped_through_ms
+    dropped = view.dropped_through_ms
     if dropped is not None and cap > 0 and not (len(shown) == cap
                                                 and shown[-1].updated_at_ms > dropped):
         return None  # rows the view let go could show: the stages read them
@@ -130,14 +144,13 @@ def warm_guild_context(stm: Stm, turn: Turn, loaded: Loaded) -> StmContext | Non
     nudge: str | None = None
     has_tools = turn.has_tools
     if has_tools:
-        assert server_id is not None  # a view is only loaded in a server
-        key = MemoryKey.server(server_id, turn.channel_id, turn.persona_id)
-        record = server.records.get(key)
-        if record is None and key not in server.absent:
+        record = view.records.get(live_key)
+        if record is None and live_key not in view.absent:
             return None  # the store reads it
         counter = record.turns_since_refresh if record is not None else 0
         if counter >= profile.refresh_cadence and plan.gate(turn, profile.stm_enabled):
-            nudge = stm.profiles.prompts(server_id, profile, turn.provider, turn.model).nudge
+            nudge = stm.profiles.prompts(server_id or "", profile, turn.provider,
+                                         turn.model).nudge
             if nudge:
                 for convert in converters:
                     nudge = convert(nudge, turn)
@@ -150,14 +163,12 @@ def warm_guild_context(stm: Stm, turn: Turn, loaded: Loaded) -> StmContext | Non
             for convert in converters:
                 same = convert(same, turn)
 
-    # Stage 7: every row shown is the current server's.
+    # Stage 7: every row shown comes from the current server (or from DMs).
     other: str | None = None
     newest: int | None = None
     if shown:
-        slug_map = profile.slug_map
-
-        def order(origin: str) -> Mapping[str, str]:
-            return slug_map
+        def order(origin: str) -> Mapping[str, str] | None:
+            return slugs
 
         other, newest = render_other_channels(turn, profile, shown, now, order,
                                               crude_count=profile.crude_message_count,
