@@ -34,6 +34,9 @@ from stm_core.tool.formats import normalize_provider, unknown_provider
 T = TypeVar("T")
 log = logging.getLogger("stm.hooks")
 DEFAULT_TOOL_FORMAT = "openai"
+#: Answers kept per plugin set before the memo starts over: per-provider and
+#: per-model answers are keyed by names the host passes, which need not be few.
+MEMO_ENTRIES = 4096
 
 
 class Hooks:
@@ -57,6 +60,8 @@ class Hooks:
         try:
             value = memo[key]
         except KeyError:
+            if len(memo) >= MEMO_ENTRIES:
+                memo.clear()  # keys carry hosts' provider and model names
             value = memo[key] = compute(*args)
         return value
 
@@ -125,7 +130,11 @@ class Hooks:
     def tool_available(self, provider: str, has_tools: bool, stm_enabled: bool,
                        explicit_long_term_intent: bool, model: str | None = None) -> bool:
         key = ("gate", provider, has_tools, stm_enabled, explicit_long_term_intent, model)
-        return self._cached(key, self._no_veto, "stm_tool_available", dict(
+        return self._cached(key, self._gate, key)  # the hook's arguments made on a miss only
+
+    def _gate(self, key: tuple[str, str, bool, bool, bool, str | None]) -> bool:
+        _, provider, has_tools, stm_enabled, explicit_long_term_intent, model = key
+        return self._no_veto("stm_tool_available", dict(
             provider=provider, has_tools=has_tools, stm_enabled=stm_enabled,
             explicit_long_term_intent=explicit_long_term_intent, model=model))
 

@@ -21,14 +21,11 @@ from stm_core.names import shared_names
 _last_clashes: tuple[Mapping[str, str], frozenset[str]] = ({}, frozenset())
 
 
-def clashing_names(turn: Turn) -> frozenset[str]:
-    """The names several of the turn's channels share."""
+def _clashing_names(channel_names: Mapping[str, str]) -> frozenset[str]:
+    """The names several channels share (asked only for a map not seen last)."""
     global _last_clashes
-    channel_names = turn.channel_names
-    seen_map, clashes = _last_clashes
-    if seen_map is not channel_names:
-        clashes = shared_names(channel_names)
-        _last_clashes = (channel_names, clashes)
+    clashes = shared_names(channel_names)
+    _last_clashes = (channel_names, clashes)
     return clashes
 
 
@@ -50,12 +47,16 @@ def channel_naming(channel_id: str, turn: Turn,
     turn (else ``fallback_name``), whether it is a thread, whether another
     channel shares the name (``None``: nothing names it). Equal namings of
     one channel give equal labels; a memo keyed by it makes no label string
-    to find one it made before. ``render_other_channels`` writes this out
-    inline for the channels of one build."""
-    name = turn.channel_names.get(channel_id, fallback_name)
+    to find one it made before."""
+    names = turn.channel_names
+    name = names.get(channel_id, fallback_name)
     if not name:
         return None
-    return name, channel_id in turn.thread_ids, name in clashing_names(turn)
+    # Every label of a build asks: the last map's answer, without a call.
+    seen_map, clashes = _last_clashes
+    if seen_map is not names:
+        clashes = _clashing_names(names)
+    return name, channel_id in turn.thread_ids, name in clashes
 
 
 def channel_reference(channel_id: str, turn: Turn) -> str:

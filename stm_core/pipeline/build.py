@@ -4,7 +4,7 @@ The stages, in order (one module each)::
 
     load -> gather -> crossserver -> expiry -> visibility -> sortcap
          -> render_other -> same_channel + nudge (turns with tools)
-         -> mentions (every emitted text) -> budget -> depth
+         -> mentions (every emitted text) -> budget -> depth (``finish``)
 
 The server's cache policy (``cache_policy``) decides ages and placement.
 
@@ -26,18 +26,15 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from stm_core.expiry import is_expired
-from stm_core.models import ContextItem, StmContext, Turn
+from stm_core.models import StmContext, Turn
 from stm_core.pipeline.budget import fit_budget
-from stm_core.pipeline.cache_policy import base_memory_depth, nudge_depth
-from stm_core.pipeline.depth import resolve_memory_depth
+from stm_core.pipeline.finish import finished_context
 from stm_core.pipeline.load import Loaded, load, warm_load
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.recent import newest_visible
 from stm_core.pipeline.render_memo import new_render_memo
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
-from stm_core.pipeline.results import context_item, stm_context
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
 from stm_core.pipeline.warm import warm_context
 from stm_core.profile import ServerProfile
@@ -109,28 +106,9 @@ async def staged_build(stm: Stm, turn: Turn, user_id: str, loaded: Loaded) -> St
                        raw_lines=profile.crude_message_count, same_body=same_body,
                        render_same=render_same)
 
-    items: list[ContextItem] = []
-    newest = block.newest_other_ms
-    if block.other:
-        items.append(context_item(block.other, "other_channels"))
-    if block.same:
-        items.append(context_item(block.same, "same_channel"))
-    nudge_item = None if nudge is None else context_item(nudge, "nudge")
-    depth = base_memory_depth(profile)
-    if turn.has_tools:
-        # The live row counts even when it holds raw lines only: every bot turn
-        # refreshes it, so freshness tracks the last turn the bot took part in.
-        if record is not None and not is_expired(record, now, crude_ttl_ms=crude_ttl,
-                                                 summary_ttl_ms=summary_ttl):
-            newest = max(newest or 0, record.updated_at_ms)
-        # Freshness is only computed inside the tools branch (reference §6), and
-        # only matters when there is a block to move; a stable block never moves.
-        if items and not profile.stable:
-            depth = resolve_memory_depth(depth, newest, now, window_ms=env.fresh_window_ms,
-                                         fresh_depth=env.fresh_injection_depth)
-
-    return stm_context(tuple(items), nudge_item, nudge_depth(profile), depth,
-                       profile.cache_policy)
+    return finished_context(profile, env, now, other=block.other, same=block.same,
+                            nudge=nudge, newest_other_ms=block.newest_other_ms,
+                            record=record, has_tools=turn.has_tools)
 
 
 async def _live_record(stm: Stm, loaded: Loaded, key: MemoryKey) -> MemoryRecord | None:

@@ -21,14 +21,10 @@ if TYPE_CHECKING:
     from stm_core.store import Stm
 
 
-def nudge_due(record: MemoryRecord | None, profile: ServerProfile) -> bool:
-    counter = record.turns_since_refresh if record is not None else 0
-    return counter >= profile.refresh_cadence
-
-
 def nudge_text(stm: Stm, turn: Turn, profile: ServerProfile,
                record: MemoryRecord | None) -> str | None:
-    if not nudge_due(record, profile) or not gates_open(stm, turn, profile):
+    counter = record.turns_since_refresh if record is not None else 0
+    if counter < profile.refresh_cadence or not gates_open(stm, turn, profile):
         return None
     prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider, turn.model)
     return prompts.nudge or None

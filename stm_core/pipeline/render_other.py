@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
 from stm_core.last_made import LastMade
-from stm_core.mention_names import channel_reference, clashing_names
+from stm_core.mention_names import channel_naming, channel_reference
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.render_memo import RenderMemo, recall, remember
 from stm_core.plugin_types import OtherChannelParts
@@ -122,9 +122,7 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
              turn.triggerer_name, turn.is_user_impersonation)
     pieces: list[str] = []
     newest: int | None = None
-    # What every entry of the current server asks (channel_naming, inline).
-    names, threads = turn.channel_names, turn.thread_ids
-    clashes = clashing_names(turn) if memo is not None else frozenset()
+    # The category order every entry of the current server asks for.
     current_slugs = order(current_server) if memo is not None else None
     for record in entries:
         if memo is None:
@@ -136,11 +134,7 @@ def render_other_channels(turn: Turn, profile: ServerProfile, entries: list[Memo
             server_id = key.server_id
             same_server = server_id == current_server
             # The channel's naming, not its label: no string made to look one up.
-            naming = None
-            if same_server:
-                name = names.get(key.channel_id)
-                if name:
-                    naming = (name, key.channel_id in threads, name in clashes)
+            naming = channel_naming(key.channel_id, turn) if same_server else None
             age = "" if stable else relative_time(now_ms - record.updated_at_ms)
             slugs = current_slugs if same_server else order(server_id)
             memo_key = (id(record), id(slugs), same_server, naming, age, fixed)

@@ -8,92 +8,53 @@ in a DM the user's DM rows. For those, this function does the same work over
 the cached view in one body: the stages' wrappers, closures and small
 records (about 40 % of the Python calls of a staged build) are left out, and
 what depends only on the plugin set (the converters, the policies, the
-render memo, token counters, gate verdicts) is looked up once per plugin set
-(:class:`PluginPlan`). The leaves are the stages' own: the walk, the
-renderers, the memos.
+render memo) is looked up once per plugin set (:class:`PluginPlan`). The
+leaves are the stages' own (the walk, the renderers, the memos), and so is
+the end: :func:`~stm_core.pipeline.finish.finished_context`.
 
 A turn of any other kind (the cross-server opt-in, a view whose bound
 dropped rows that could show, a live row the view does not hold, a block over
 its budget) gets ``None`` here and takes the stages. A property test keeps
 both equal over generated stores and turns.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import attrs
 
 from stm_core.hooks import Hooks
-from stm_core.models import ContextItem, StmContext, Turn
-from stm_core.pipeline.cache_policy import STABLE_NUDGE_DEPTH
+from stm_core.models import StmContext, Turn
+from stm_core.pipeline.finish import finished_context
 from stm_core.pipeline.load import Loaded
+from stm_core.pipeline.mentions import convert_mentions
+from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.render_memo import RenderMemo, new_render_memo
 from stm_core.pipeline.render_other import render_other_channels
-from stm_core.pipeline.results import context_item, stm_context
 from stm_core.pipeline.same_channel import live_body, wrap_same_channel
 from stm_core.pipeline.sortcap import first_visible
 from stm_core.pipeline.visibility import visibility_context
-from stm_core.plugin_types import (
-    MentionConverter,
-    TokenCounter,
-    VisibilityPolicy,
-    is_byte_bounded,
-)
+from stm_core.plugin_types import MentionConverter, VisibilityPolicy, is_byte_bounded
 from stm_core.storage.records import DM_SERVER, MemoryKey, MemoryRecord
 
 if TYPE_CHECKING:
     from stm_core.store import Stm
-
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 @attrs.frozen
 class PluginPlan:
     """What a warm build takes from the plugin set, looked up once per set."""
 
-    hooks: Hooks
     converters: tuple[MentionConverter, ...]
     policies: tuple[VisibilityPolicy, ...]
     #: The staged build's render memo: both paths share its entries.
     memo: RenderMemo
-    #: provider -> its token counter and whether the counter is byte-bounded.
-    counters: dict[str, tuple[TokenCounter, bool]] = attrs.field(factory=dict)
-    #: (provider, stm enabled, explicit intent, model) -> the gates' verdict
-    #: for a turn with tools.
-    gates: dict[tuple[str, bool, bool, str | None], bool] = attrs.field(factory=dict)
-
-    def counter(self, provider: str) -> tuple[TokenCounter, bool]:
-        found = self.counters.get(provider)
-        if found is None:
-            count = self.hooks.token_counter(provider)
-            found = (count, is_byte_bounded(count))
-            _bounded_put(self.counters, provider, found)
-        return found
-
-    def gate(self, turn: Turn, stm_enabled: bool) -> bool:
-        key = (turn.provider, stm_enabled, turn.explicit_long_term_intent, turn.model)
-        verdict = self.gates.get(key)
-        if verdict is None:
-            verdict = self.hooks.tool_available(turn.provider, True, stm_enabled,
-                                                turn.explicit_long_term_intent, turn.model)
-            _bounded_put(self.gates, key, verdict)
-        return verdict
-
-
-#: Answers a plan keeps per table before it starts over (hosts name the models).
-PLAN_ENTRIES = 1024
-
-
-def _bounded_put(table: dict[K, V], key: K, value: V) -> None:
-    if len(table) >= PLAN_ENTRIES:
-        table.clear()
-    table[key] = value
 
 
 def plugin_plan(hooks: Hooks) -> PluginPlan:
-    return PluginPlan(hooks=hooks, converters=hooks.mention_converters(),
+    return PluginPlan(converters=hooks.mention_converters(),
                       policies=hooks.visibility_policies(),
                       memo=hooks.plugin_set_memo("render", new_render_memo))
 
@@ -147,21 +108,13 @@ def warm_context(stm: Stm, turn: Turn, loaded: Loaded) -> StmContext | None:
         record = view.records.get(live_key)
         if record is None and live_key not in view.absent:
             return None  # the store reads it
-        counter = record.turns_since_refresh if record is not None else 0
-        if counter >= profile.refresh_cadence and plan.gate(turn, profile.stm_enabled):
-            nudge = stm.profiles.prompts(server_id or "", profile, turn.provider,
-                                         turn.model).nudge
-            if nudge:
-                for convert in converters:
-                    nudge = convert(nudge, turn)
-            else:
-                nudge = None
+        nudge = nudge_text(stm, turn, profile, record)
+        if nudge is not None:
+            nudge = convert_mentions(nudge, turn, converters)
         body = live_body(profile, record, now, crude_ttl_ms=crude_ttl,
                          summary_ttl_ms=summary_ttl, memo=plan.memo)
         if body is not None:
-            same = wrap_same_channel(turn, body)
-            for convert in converters:
-                same = convert(same, turn)
+            same = convert_mentions(wrap_same_channel(turn, body), turn, converters)
 
     # Stage 7: every row shown comes from the current server (or from DMs).
     other: str | None = None
@@ -173,21 +126,17 @@ def warm_context(stm: Stm, turn: Turn, loaded: Loaded) -> StmContext | None:
         other, newest = render_other_channels(turn, profile, shown, now, order,
                                               crude_count=profile.crude_message_count,
                                               memo=plan.memo)
-        if other:
-            for convert in converters:
-                other = convert(other, turn)
-        else:
-            other = None
+        other = convert_mentions(other, turn, converters) if other else None
 
     # Stage 9b: within the budget as it is, or the stages degrade it.
     budget = profile.prompt_budget_tokens
-    count, bounded = plan.counter(turn.provider)  # asked on every build, as by the stages
+    count = hooks.token_counter(turn.provider)  # asked on every build, as by the stages
     if budget > 0:
         most = 0  # budget.most_tokens of the three, inline
         for text in (nudge, same, other):
             if text:
                 most += len(text) if text.isascii() else 4 * len(text)
-        if not (bounded and most <= budget):
+        if not (most <= budget and is_byte_bounded(count)):
             # Counted as the stages count: the nudge, the same block, the others.
             tokens = count(nudge) if nudge else 0
             if same:
@@ -197,26 +146,5 @@ def warm_context(stm: Stm, turn: Turn, loaded: Loaded) -> StmContext | None:
             if tokens > budget:
                 return None
 
-    items: tuple[ContextItem, ...]
-    if other:
-        other_item = context_item(other, "other_channels")
-        items = (other_item, context_item(same, "same_channel")) if same else (other_item,)
-    else:
-        items = (context_item(same, "same_channel"),) if same else ()
-    nudge_item = None if nudge is None else context_item(nudge, "nudge")
-
-    # Stage 9 and the cache policy (pipeline.cache_policy, pipeline.depth).
-    stable = profile.stable
-    depth = profile.content_injection_depth
-    if stable:
-        depth = max(depth, 0)  # cache_policy.stable_memory_depth
-    elif has_tools and items:
-        if record is not None and now - record.updated_at_ms <= (
-                summary_ttl if record.summary else crude_ttl):
-            newest = max(newest or 0, record.updated_at_ms)
-        if newest is not None and now - newest <= env.fresh_window_ms:
-            fresh = env.fresh_injection_depth
-            depth = fresh if depth < 0 else min(fresh, depth)
-    return stm_context(items, nudge_item,
-                       STABLE_NUDGE_DEPTH if stable else profile.nudge_injection_depth,
-                       depth, profile.cache_policy)
+    return finished_context(profile, env, now, other=other, same=same, nudge=nudge,
+                            newest_other_ms=newest, record=record, has_tools=has_tools)

@@ -362,14 +362,3 @@ async def test_a_new_plugin_set_gets_a_new_plan(open_stm: OpenStm) -> None:
         ctx = await stm.build_context(make_turn())
         assert ctx.memory_items[0].text.startswith("[SYSTEM: TOMORI REMEMBERS")
 
-
-async def test_a_plan_keeps_a_bounded_number_of_answers(open_stm: OpenStm) -> None:
-    """Hosts name the models: a plan must not grow with every name it sees."""
-    async with open_stm("memory://") as stm:
-        plan = stm.hooks.plugin_set_memo("warm plan", warm.plugin_plan, stm.hooks)
-        for n in range(warm.PLAN_ENTRIES + 10):
-            assert plan.gate(make_turn(model=f"model-{n}"), True) is True
-            plan.counter(f"provider-{n}")
-        assert 0 < len(plan.gates) <= warm.PLAN_ENTRIES
-        assert 0 < len(plan.counters) <= warm.PLAN_ENTRIES
-        assert plan.gate(make_turn(provider="novelai"), True) is False
