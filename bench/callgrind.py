@@ -13,11 +13,12 @@ alone cannot: more instructions, or the same instructions running slower
 writer threads run the same SQL on both sides).
 
 Workloads: ``host`` (``record_turn`` + ``build_context`` over 100 channels
-against the floor's write and hand-written build, as ``turn_ratio_sqlite``)
-and ``build`` (warm ``build_context`` of the typical server in ``supersede``
-mode against ``floors.HandBuild``, as ``build_ratio``). Needs valgrind on the
-PATH; takes a few minutes (each child runs about fifty times slower than
-natively). Writes ``callgrind.json`` beside this file (``--out``).
+against the floor's write and hand-written build, as ``turn_ratio_sqlite``),
+``record`` (``record_turn`` alone against the floor's write, as
+``record_ratio_sqlite``) and ``build`` (warm ``build_context`` of the typical
+server in ``supersede`` mode against ``floors.HandBuild``, as ``build_ratio``).
+Needs valgrind on the PATH; takes a few minutes (each child runs about fifty
+times slower than natively). Writes ``callgrind.json`` beside this file (``--out``).
 
 Two runs of one child differ by a few million instructions (start-up, the
 collector), so a figure per turn is only as good as the units are many: the
@@ -46,7 +47,7 @@ from bench import callgrind_functions
 COUNTS = {"I refs": "instructions", "D1 misses": "d1_misses", "LLd misses": "lld_misses",
           "I1 misses": "i1_misses", "Mispredicts": "mispredicts"}
 _SUMMARY = re.compile(r"==\d+== ([A-Za-z0-9 ]+?):\s+([\d,]+)")
-WORKLOADS = ("host", "build")
+WORKLOADS = ("host", "record", "build")
 SIDES = ("stm", "floor", "turns_only")
 #: Turns every counted run does first, whatever its units (warm caches and memos).
 WARM = 200
@@ -69,9 +70,15 @@ def per_unit(none: dict[str, int], some: dict[str, int], units: int) -> dict[str
 # -- the children -------------------------------------------------------------------
 
 
-async def _host(side: str, units: int) -> int:
+async def _host(side: str, units: int, record_only: bool = False) -> int:
     from bench import workload as w
-    from bench.scenarios_record import Workload, host_turn_pair, thread_writer
+    from bench.scenarios_record import (
+        Workload,
+        host_turn_pair,
+        raw_record,
+        stm_record,
+        thread_writer,
+    )
     from bench.stm_side import open_bench_store
     from bench.urls import sqlite_url
     from stm_core.clock import ManualClock
@@ -86,6 +93,9 @@ async def _host(side: str, units: int) -> int:
             pair = await host_turn_pair(stm, clock, writer, load)
             run: Callable[[int], Awaitable[object]] | None = (
                 pair.ours if side == "stm" else pair.theirs if side == "floor" else None)
+            if record_only and run is not None:
+                run = (stm_record(stm, clock, load) if side == "stm"
+                       else raw_record(writer, load))
             if run is None:
                 return 0
             for i in range(101, 101 + WARM + units):
@@ -131,7 +141,9 @@ async def _build(side: str, units: int) -> int:
 
 def child(workload: str, side: str, units: int) -> int:
     """One workload's side; the turns it ran (none for ``turns_only``)."""
-    return asyncio.run((_host if workload == "host" else _build)(side, units))
+    if workload == "build":
+        return asyncio.run(_build(side, units))
+    return asyncio.run(_host(side, units, record_only=workload == "record"))
 
 
 # -- the parent ---------------------------------------------------------------------

@@ -461,16 +461,18 @@ class SqlStorageAdapter(abc.ABC):
         while True:
             # Past 2000 rows, sorting the window costs more than the pages it saves.
             window = max(batch_size, min(spread * batch_size, 2000))
-            rows, seconds = await self._timed_purge(
+            rows, seconds, yielded = await self._timed_purge(
                 Step(statement, {"cutoff": cutoff_ms, "bound": window_end or cutoff_ms,
                                  "window": window, "batch": batch_size}, Want.ALL))
             held += seconds
+            # A batch that gave way to a waiting write left rows of its window.
+            full = yielded or len(rows) == batch_size
             if not window_end:  # a new window
-                if len(rows) == batch_size:  # with rows left in it
+                if full:  # with rows left in it
                     newest = max(int(r[0]) for r in rows)
                     window_end, batches = min(cutoff_ms, newest + 1), 1
                 break
-            if len(rows) == batch_size:  # more of the open window
+            if full:  # more of the open window
                 batches += 1
                 break
             # The window ran out: the next batch opens another, one as wide as
@@ -483,12 +485,14 @@ class SqlStorageAdapter(abc.ABC):
         self.last_purge_seconds = held
         return len(rows)
 
-    async def _timed_purge(self, step: Step) -> tuple[list[Any], float]:
-        """The purge step's rows, and how long it held the database: here the
-        call's wall time (a backend whose writes queue says less)."""
+    async def _timed_purge(self, step: Step) -> tuple[list[Any], float, bool]:
+        """The purge step's rows, how long it held the database (here the
+        call's wall time; a backend whose writes queue says less) and whether
+        it stopped early for other writes (never here: a backend with one
+        writer may)."""
         started = time.perf_counter()
         (rows,) = await self._write([step])
-        return rows, time.perf_counter() - started
+        return rows, time.perf_counter() - started, False
 
     # -- privacy requests and inventory (optional capabilities) -----------------------
     async def rows_with_author(self, author_id: str) -> list[MemoryRecord]:

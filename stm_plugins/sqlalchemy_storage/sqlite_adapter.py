@@ -19,11 +19,17 @@ still waits. No task or shield per write is needed to keep the cache in step.
 WAL checkpoints do not run inside the writer's commits (SQLite's automatic
 checkpoint would make the unlucky commit wait for it, tens of milliseconds on
 a large write): the writer's ``wal_autocheckpoint`` is off, and once the WAL
-file passes ``CHECKPOINT_WAL_BYTES`` a ``PASSIVE`` checkpoint runs on the reader
-thread, beside the writer. The writer then finishes the few frames added
-meanwhile when its queue is next empty, which lets SQLite reuse the WAL; the
-file is then cut back to ``WAL_SIZE_LIMIT`` (``journal_size_limit``), so its
-size keeps telling how much the WAL holds.
+file passes ``CHECKPOINT_WAL_BYTES`` ``PASSIVE`` checkpoints run on the reader
+thread, beside the writer, until they have copied the frames written
+meanwhile too; the writer's next transaction then starts the WAL over, and
+its commit cuts the file back to ``WAL_SIZE_LIMIT`` (``journal_size_limit``),
+so its size keeps telling how much the WAL holds. That needs the writer to
+start a transaction while every frame is copied: a writer that commits
+between the reader's last checkpoint and its next transaction keeps the WAL
+growing. The writer then finishes the tail itself, between two batches, once
+the file has passed four times the threshold (or when its queue is next
+empty, if the reader could not catch up): a checkpoint there holds every turn
+write queued behind it for a few fsyncs, so it runs as seldom as it can.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from stm_plugins.sqlalchemy_storage.sqlite_precompiled import (
     MAX_VERSION,
     STATEMENTS,
 )
+from stm_plugins.sqlalchemy_storage.sqlite_purge import SlicedPurge, purge_in_slices
 from stm_plugins.sqlalchemy_storage.sqlite_worker import Report, SqliteWorker, is_busy
 from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
 
@@ -72,6 +79,8 @@ CHECKPOINT_CHECK_EVERY = 64
 #: file keeps its largest size, so it would look due for a checkpoint at every
 #: look once it had passed ``CHECKPOINT_WAL_BYTES``.
 WAL_SIZE_LIMIT = CHECKPOINT_WAL_BYTES // 2
+#: Checkpoints the reader runs in a row to copy the frames written meanwhile.
+CATCH_UP_PASSES = 4
 
 
 def run_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]:
@@ -124,8 +133,15 @@ def _teller(report: WriteReport) -> Report:
     return tell
 
 
-def passive_checkpoint(conn: sqlite3.Connection, _: object = None) -> None:
-    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+def passive_checkpoint(conn: sqlite3.Connection, _: object = None) -> bool:
+    """``PASSIVE`` checkpoints until every frame of the WAL is in the database
+    (the writer's next transaction then starts the WAL over), at most
+    ``CATCH_UP_PASSES``; True when that was reached."""
+    for _pass in range(CATCH_UP_PASSES):
+        _busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        if copied >= frames:  # both -1 when the database is not in WAL mode
+            return True
+    return False
 
 
 def read_version(conn: sqlite3.Connection, _: object = None) -> int | None:
@@ -173,6 +189,8 @@ class SqliteAdapter(SqlStorageAdapter):
         self._reads = self.reader or self.writer
         self._writes_since_check = 0
         self._checkpoint: asyncio.Task[Any] | None = None
+        #: The WAL file's size when the last checkpoint started (0 once cut back).
+        self._wal_bytes_checkpointed = 0
         #: The capture upsert, once compiled (every turn runs it).
         self._capture: Compiled | None = None
 
@@ -298,36 +316,35 @@ class SqliteAdapter(SqlStorageAdapter):
         return await self._on_writer(job, steps, operation,
                                      None if report is None else _teller(report))
 
-    async def _timed_purge(self, step: Step) -> tuple[list[Any], float]:
-        """The purge on the writer thread, timed there: a batch queued behind
+    async def _timed_purge(self, step: Step) -> tuple[list[Any], float, bool]:
+        """The purge on the writer thread, in slices a waiting turn write can
+        come between (:mod:`.sqlite_purge`), timed there: a batch queued behind
         turn writes held the writer only while it ran."""
-        held = 0.0
+        compiled, params, _want = step
+        waiting = self.writer.queued
 
-        def job(conn: sqlite3.Connection, steps: list[Step]) -> list[Any]:
-            nonlocal held
-            started = time.perf_counter()
-            try:
-                return run_steps(conn, steps)
-            finally:
-                held = time.perf_counter() - started
+        def job(conn: sqlite3.Connection, steps: list[Step]) -> SlicedPurge:
+            return purge_in_slices(conn, compiled, params, waiting)
 
-        (rows,) = await self._on_writer(job, [step], "purge_older_than")
-        return rows, held
+        done = await self._on_writer(job, [step], "purge_older_than", alone=True)
+        return done.rows, done.held_s, done.yielded
 
     async def _on_writer(self, job: Callable[[sqlite3.Connection, list[Step]], T],
-                         steps: list[Step], operation: str, report: Report | None = None) -> T:
+                         steps: list[Step], operation: str, report: Report | None = None,
+                         *, alone: bool = False) -> T:
         """``job`` on the writer thread, counted for the checkpoint policy and
-        inside a write span while tracing."""
+        inside a write span while tracing; ``alone``: in a transaction of its own."""
         self._count_write()
         tracer = telemetry.tracer()
         if tracer is None:
-            return await self.writer.run(job, steps, report=report)
+            return await self.writer.run(job, steps, report=report, alone=alone)
         with tracer.start_as_current_span(
                 "stm.storage.write", attributes=self._span_attributes(steps, operation)):
-            return await self.writer.run(job, steps, report=report)
+            return await self.writer.run(job, steps, report=report, alone=alone)
 
     def _maybe_checkpoint(self) -> None:
-        """Start a passive checkpoint on the reader once the WAL has grown."""
+        """Start a passive checkpoint on the reader once the WAL has grown by
+        ``CHECKPOINT_WAL_BYTES`` since the last one (or since it started over)."""
         if self.reader is None or self.target.path is None or (
                 self._checkpoint is not None and not self._checkpoint.done()):
             return
@@ -335,7 +352,10 @@ class SqliteAdapter(SqlStorageAdapter):
             wal_bytes = os.stat(self.target.path + "-wal").st_size
         except OSError:
             return
-        if wal_bytes >= CHECKPOINT_WAL_BYTES:
+        if wal_bytes < self._wal_bytes_checkpointed:  # started over and cut back
+            self._wal_bytes_checkpointed = 0
+        if wal_bytes >= self._wal_bytes_checkpointed + CHECKPOINT_WAL_BYTES:
+            self._wal_bytes_checkpointed = wal_bytes
             self._checkpoint = asyncio.get_running_loop().create_task(
                 self._run_checkpoint(even_if_busy=wal_bytes >= 4 * CHECKPOINT_WAL_BYTES),
                 name="stm-sqlite-checkpoint")
@@ -343,8 +363,13 @@ class SqliteAdapter(SqlStorageAdapter):
     async def _run_checkpoint(self, *, even_if_busy: bool) -> None:
         assert self.reader is not None
         try:
-            await self.reader.run(passive_checkpoint, None)
-            self.writer.request_idle_checkpoint(even_if_busy=even_if_busy)
+            # A reader that caught up leaves the writer a WAL to start over
+            # unless the writer committed meanwhile; then the writer finishes
+            # the tail itself, but only once the WAL is large (each of its
+            # checkpoints holds the turn writes queued behind it).
+            caught_up = await self.reader.run(passive_checkpoint, None)
+            if even_if_busy or not caught_up:
+                self.writer.request_idle_checkpoint(even_if_busy=even_if_busy)
         except Exception:
             # The next look at the WAL tries again; writes are unaffected.
             log.warning("WAL checkpoint of %s failed", self.target.label, exc_info=True)

@@ -111,19 +111,21 @@ class SqliteWorker:
             raise
 
     async def run(self, fn: Callable[[sqlite3.Connection, A], T], arg: A, *,
-                  report: Report | None = None) -> T:
+                  report: Report | None = None, alone: bool = False) -> T:
         """Run ``fn(connection, arg)`` in the thread (the writer: and commit it).
 
         ``report``, when given, is called once with the outcome (see above),
         whether or not this call is still awaited then; when this raises
-        before the job is queued, it is not called.
+        before the job is queued, it is not called. A job run ``alone`` (the
+        janitor's) gets a transaction of its own, after the jobs drained with
+        it: a turn write never waits for its commit.
         """
         if self._closed or self._thread is None:
             raise StorageError(f"SQLite database {self.label} is "
                                + ("closed" if self._closed else "not set up (call setup())"))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put((fn, arg, loop, future, report))
+        self._queue.put((_Alone(fn) if alone else fn, arg, loop, future, report))
         return await future
 
     async def close(self) -> None:
@@ -215,15 +217,27 @@ class SqliteWorker:
             self.stats.batches += 1
             self.stats.jobs += len(batch)
             self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
-            if self._transactional:
-                if len(batch) == 1:
-                    self._run_alone(conn, batch[0])
-                elif not self._run_plain(conn, batch):
-                    self._run_transaction(conn, batch)
-            else:
+            if not self._transactional:
                 self._run_each(conn, batch)
+            elif len(batch) == 1:
+                self._run_alone(conn, batch[0])
+            else:
+                self._run_batch(conn, batch)
             if stop:
                 return
+
+    def _run_batch(self, conn: sqlite3.Connection, batch: list[_Job]) -> None:
+        """Several jobs: one transaction for those that may share one, then
+        each job that runs alone in its own."""
+        alone = [job for job in batch if type(job[0]) is _Alone]
+        if alone:
+            batch = [job for job in batch if type(job[0]) is not _Alone]
+            if len(batch) == 1:
+                self._run_alone(conn, batch[0])
+        if len(batch) > 1 and not self._run_plain(conn, batch):
+            self._run_transaction(conn, batch)
+        for job in alone:
+            self._run_alone(conn, job)
 
     def _run_each(self, conn: sqlite3.Connection, batch: list[_Job]) -> None:
         outcomes: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
@@ -377,6 +391,18 @@ class SqliteWorker:
                 conn.execute("ROLLBACK")
             return _failed(done, _storage_error(exc, f"SQLite {self.label}: commit failed"))
         return done
+
+
+class _Alone:
+    """A job that gets a transaction of its own (see :meth:`SqliteWorker.run`)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[sqlite3.Connection, Any], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, conn: sqlite3.Connection, arg: Any) -> Any:
+        return self.fn(conn, arg)
 
 
 def _failed(done: list[tuple[asyncio.AbstractEventLoop, _Outcome]],
