@@ -9,8 +9,9 @@ with many callers it is a plain group-commit writer. It runs the very SQL
 text stm compiled for the capture upsert (taken from an stm store on the same
 file), with the same pragmas and the same WAL checkpoint policy (automatic
 checkpoints off on the writer, ``journal_size_limit`` as stm's writer sets
-it; a ``PASSIVE`` checkpoint on a second connection once the WAL passes
-4 MiB, looked at every 64 writes).
+it; looked at every 64 writes, ``PASSIVE`` checkpoints on a second connection
+until caught up once the WAL grew by 4 MiB, and one on the writer between
+two batches once it passed 16 MiB or the second connection fell behind).
 
 :class:`ThreadToolWriter` is the same writer running stm's summary tool write
 instead: per scope the memory upsert, the revision insert and the trim of old
@@ -38,6 +39,7 @@ from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
     BUSY_TIMEOUT_MS,
     CHECKPOINT_WAL_BYTES,
     WAL_SIZE_LIMIT,
+    passive_checkpoint,
 )
 
 #: How often the WAL size is looked at (writes), as stm's adapter does.
@@ -79,6 +81,9 @@ class ThreadWriter:
         self._thread: threading.Thread | None = None
         self._writes = 0
         self._checkpoint: asyncio.Future[Any] | None = None
+        #: The WAL file's size when the last checkpoint started (0 once cut back).
+        self._wal_checkpointed = 0
+        self._writer_checkpoint = threading.Event()
         self.batches = 0
         #: Column names of the rows the upsert returns (known after the first write).
         self.columns: tuple[str, ...] = ()
@@ -115,19 +120,28 @@ class ThreadWriter:
             wal = os.stat(self.path + "-wal").st_size
         except OSError:
             return
-        if wal >= CHECKPOINT_WAL_BYTES:
-            self._checkpoint = asyncio.ensure_future(asyncio.to_thread(self._passive))
+        if wal < self._wal_checkpointed:  # started over and cut back
+            self._wal_checkpointed = 0
+        if wal >= self._wal_checkpointed + CHECKPOINT_WAL_BYTES:
+            self._wal_checkpointed = wal
+            self._checkpoint = asyncio.ensure_future(
+                asyncio.to_thread(self._passive, wal >= 4 * CHECKPOINT_WAL_BYTES))
 
-    def _passive(self) -> None:
+    def _passive(self, large: bool) -> None:
         conn = connect(self.path)
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            caught_up = passive_checkpoint(conn)
         finally:
             conn.close()
+        if large or not caught_up:  # the writer finishes the tail, as stm's does
+            self._writer_checkpoint.set()
 
     def _serve(self, conn: sqlite3.Connection) -> None:
         sql = self.sql
         while True:
+            if self._writer_checkpoint.is_set():
+                self._writer_checkpoint.clear()
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             job = self._queue.get()
             if job is _STOP:
                 conn.close()

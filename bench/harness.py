@@ -24,6 +24,8 @@ from typing import Any, cast
 
 import attrs
 
+from bench import placement as bench_placement
+
 #: One timed unit of work; receives the global turn index.
 TurnFn = Callable[[int], Awaitable[object]]
 SyncTurnFn = Callable[[int], object]
@@ -144,21 +146,43 @@ def prepared_set_aside() -> Iterator[None]:
         gc.unfreeze()
 
 
+#: Where ``interleave`` runs the threads (see :mod:`bench.placement`).
+PLACEMENTS = ("one_cpu", "across_cpus")
+
+
 async def interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], *, rounds: int,
-                     turns: int, warmup: int = 0, block: int = 25) -> dict[str, Stats]:
+                     turns: int, warmup: int = 0, block: int = 25,
+                     placement: str | None = None, first: int = 0) -> dict[str, Stats]:
     """Run every scenario ``turns`` times per round, rotating the order each round.
 
     Within a round the scenarios take turns in blocks of ``block`` turns, so a
     burst of machine noise lands on all of them rather than on whichever ran
     through it. A scenario is an async or a plain function of the turn index;
     plain ones (the hand-written floors) are timed without an ``await``.
-    Turn indexes keep counting across rounds, so a workload that maps turn
-    ``i`` to channel ``i % 100`` keeps cycling through its channels.
+    Turn indexes start at ``first`` and keep counting across rounds, so a
+    workload that maps turn ``i`` to channel ``i % 100`` keeps cycling through
+    its channels. ``placement`` (one of ``PLACEMENTS``): where the threads of
+    the process run meanwhile, for comparisons whose turns hand work to a
+    thread one at a time (:mod:`bench.placement`).
     """
+    if placement == "one_cpu":
+        with bench_placement.one_cpu():
+            return await _interleave(scenarios, rounds, turns, warmup, block, first, None)
+    if placement == "across_cpus":
+        with bench_placement.across_cpus() as place:
+            return await _interleave(scenarios, rounds, turns, warmup, block, first, place)
+    if placement is not None:
+        raise ValueError(f"placement must be one of {PLACEMENTS} or None, got {placement!r}")
+    return await _interleave(scenarios, rounds, turns, warmup, block, first, None)
+
+
+async def _interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], rounds: int, turns: int,
+                      warmup: int, block: int, first: int,
+                      place: Callable[[], None] | None) -> dict[str, Stats]:
     names = list(scenarios)
     is_async = {name: inspect.iscoroutinefunction(fn) for name, fn in scenarios.items()}
     for name in names:
-        for i in range(max(warmup, 1)):
+        for i in range(first, first + max(warmup, 1)):
             await _call(scenarios[name], i, is_async[name])
     per_round: dict[str, list[list[int]]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
@@ -167,10 +191,12 @@ async def interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], *, rounds: in
         order = names[r % len(names):] + names[:r % len(names)]
         samples: dict[str, list[int]] = {name: [] for name in names}
         gc.collect()
-        base = warmup + r * turns
+        base = first + warmup + r * turns
         for start in range(base, base + turns, block):
             stop = min(start + block, base + turns)
             for name in order:
+                if place is not None:  # threads started since go where the others are
+                    place()
                 out = samples[name]
                 cpu_start = time.process_time_ns()
                 await _timed(scenarios[name], is_async[name], start, stop, out)

@@ -191,8 +191,9 @@ FLOORS_SECTION = [
     "built once, non-ASCII kept), in "
     "`BEGIN IMMEDIATE … COMMIT`, with stm's pragmas (WAL, `synchronous=NORMAL`, "
     "`busy_timeout`, `foreign_keys`) and stm's checkpoint policy (no automatic checkpoint "
-    "on the writer, the WAL file cut back to 2 MiB when it starts over; a passive one on a "
-    "second connection once the WAL passes 4 MiB). It "
+    "on the writer, the WAL file cut back to 2 MiB when it starts over; passive ones on a "
+    "second connection until caught up once the WAL grew by 4 MiB, one on the writer "
+    "between two turns once it passed 16 MiB). It "
     "has no savepoints, no cache, no hooks, no validation: nothing a write could do with "
     "less. `raw_aiosqlite_record` (three aiosqlite hops per turn) is kept as the older, "
     "weaker floor.",
@@ -250,7 +251,12 @@ def markdown(results: dict[str, Any]) -> str:
         f"SQLite {m['sqlite']}, {m['platform']}, {m['cpus']} CPUs, load average "
         f"{_fmt(m['load_average_start'])} → {_fmt(m['load_average_end'])}). Ratios compare "
         "scenarios of this same run, interleaved in blocks of 25 turns; absolute times "
-        "and tails (p99) depend on the machine and on what else it runs.",
+        "and tails (p99) depend on the machine and on what else it runs. The comparisons "
+        "whose turns hand their writes to a thread one at a time (SQLite record, host turn "
+        "and tool write, the peers, telemetry, scale) run with every thread of the process "
+        "on one CPU (`bench/placement.py`): across CPUs a hop's cost depends on which CPU "
+        "each writer thread happens to sit on, which made two identical floors measure 98 "
+        "and 196 µs a write in one run; on one CPU both sides get the cheaper hop.",
         "",
         "## Targets",
         "",
@@ -291,13 +297,33 @@ def markdown(results: dict[str, Any]) -> str:
     lines += _build_section(results) + _growth_section(results) + _scale_section(results)
     lines += _server_scale_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
-    lines += _turn_split_section(results)
+    lines += _turn_split_section(results) + _placement_section(results)
     lines += _out_of_order_section(results) + _names_section(results)
     lines += _cli_section(results)
     if results.get("errors"):
         lines += ["", "## Scenarios that failed", ""]
         lines += [f"- `{k}`: {v}" for k, v in results["errors"].items()]
     return "\n".join(lines) + "\n"
+
+
+def _placement_section(r: dict[str, Any]) -> list[str]:
+    across = r.get("across_cpus") or {}
+    peers = r.get("vs_peers_across_cpus") or {}
+    rows = [("record_ratio_sqlite", r.get("record_ratio_sqlite"),
+             across.get("record_ratio_sqlite")),
+            ("turn_ratio_sqlite", r.get("turn_ratio_sqlite"), across.get("turn_ratio_sqlite")),
+            ("vs_openai_session", r.get("vs_openai_session"), peers.get("openai")),
+            ("vs_langgraph_saver", r.get("vs_langgraph_saver"), peers.get("langgraph"))]
+    if all(a is None for _k, _o, a in rows):
+        return []
+    return ["", "## Thread placement", "",
+            "The same comparisons with every thread on one CPU (the headline figures: a "
+            "hop is a context switch there, the cheapest it gets, for both sides) and with "
+            "the event loop's thread on one CPU and every other thread on the other (every "
+            "hop a cross-CPU wake-up, as on a busy host). stm makes one hop per write; "
+            "the peers make more, which the second placement charges them for.", "",
+            "| metric | one CPU | across CPUs |", "|---|---:|---:|",
+            *(f"| `{k}` | {_fmt(one)} | {_fmt(two)} |" for k, one, two in rows)]
 
 
 def _build_section(r: dict[str, Any]) -> list[str]:

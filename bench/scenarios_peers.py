@@ -46,7 +46,8 @@ async def growth(turn: Callable[[int], Awaitable[object]], path: Path, start: in
 
 async def run(cfg: RunConfig) -> dict[str, Any]:
     load = Workload(channels=cfg.channels)
-    load.prepare(max(cfg.warmup, cfg.channels) + cfg.rounds * cfg.turns + cfg.growth_turns)
+    timed = max(cfg.warmup, cfg.channels) + cfg.rounds * cfg.turns
+    load.prepare(2 * timed + cfg.growth_turns)  # both placements, then the growth
     with prepared_set_aside():
         return await _run(cfg, load)
 
@@ -91,8 +92,12 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
             # Every channel (thread, session) exists before anything is timed.
             warmup = max(cfg.warmup, cfg.channels)
             stats = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,
-                                     warmup=warmup)
+                                     warmup=warmup, placement="one_cpu")
             after = warmup + cfg.rounds * cfg.turns
+            # The same with every hop across CPUs (fresh turns: Turn memos start cold).
+            across = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,
+                                      warmup=warmup, placement="across_cpus", first=after)
+            after *= 2
             bytes_per_turn: dict[str, float | None] = {
                 "stm": round(await growth(stm_turn, stm_path, after, cfg.growth_turns), 1)}
             for key, peer in peers.items():
@@ -116,6 +121,9 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
                                    if "langgraph" in peers else None),
         "vs_openai_session_cpu": (cpu_ratio(stats["openai_session_turn"], ours)
                                   if "openai" in peers else None),
+        "vs_peers_across_cpus": {
+            key: ratio(across[names[key]], across["stm_host_turn_sqlite"])
+            for key in ("langgraph", "openai") if key in peers},
         "vs_peers_sdk_default": {
             key: ratio(stats[names[key]], ours) for key in ("langgraph_default",
                                                              "openai_default")
@@ -123,6 +131,7 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
         "bytes_per_turn": bytes_per_turn["stm"],
         "bytes_per_turn_all": bytes_per_turn,
         "peers_unavailable": unavailable,
-        "scenarios": {name: s.to_json() for name, s in stats.items()},
+        "scenarios": {**{name: s.to_json() for name, s in stats.items()},
+                      **{f"{name}_across_cpus": s.to_json() for name, s in across.items()}},
     }
     return result

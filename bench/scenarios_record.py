@@ -194,7 +194,7 @@ async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
     load = Workload(channels=cfg.channels)
     turn_load = Workload(channels=cfg.channels, server=TURN_SERVER)
     clock = ManualClock(w.EPOCH_MS)
-    total = turn_count(cfg, cfg.channels) + cfg.channels + 1
+    total = 2 * turn_count(cfg, cfg.channels) + cfg.channels + 1  # both placements
     load.prepare(total)
     turn_load.prepare(total)
     tool_turns = load.fresh_turns(total)
@@ -241,7 +241,15 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
                 "stm_tool_write_sqlite": stm_tool,
                 "floor_thread_tool_write": floor_tool,
                 "raw_aiosqlite_tool_write": raw_tool,
-            }, rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup)
+            }, rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup, placement="one_cpu")
+            # Write and host turn again with every hop across CPUs, on fresh turns.
+            across = await interleave({
+                "stm_record_turn_sqlite": stm_record(stm, clock, load),
+                "floor_thread_record": raw_record(writer, load),
+                "stm_turn_sqlite": stm_turn,
+                "floor_thread_turn": floor_turn,
+            }, rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup, placement="across_cpus",
+                first=turn_count(cfg, cfg.channels) + cfg.channels + 1)
     finally:
         await raw.close()
         await writer.close()
@@ -262,13 +270,18 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
             "stm_record_turn_sqlite": stm_rec.cpu_us,
             "floor_thread_record": floor_rec.cpu_us,
             "raw_aiosqlite_record": stats["raw_aiosqlite_record"].cpu_us},
+        "across_cpus": {
+            "record_ratio_sqlite": ratio(across["stm_record_turn_sqlite"],
+                                         across["floor_thread_record"]),
+            "turn_ratio_sqlite": ratio(across["stm_turn_sqlite"], across["floor_thread_turn"])},
         "tool_write_ratio_sqlite": ratio(stm_tool_s, floor_tool_s),
         "tool_write_cpu_ratio_sqlite": cpu_ratio(stm_tool_s, floor_tool_s),
         "tool_write_ratio_vs_aiosqlite": ratio(stm_tool_s, stats["raw_aiosqlite_tool_write"]),
         # A refused call writes nothing and would flatter the ratio.
         "tool_write_failures": len(failures),
         "tool_write_failure_examples": sorted(set(failures))[:3],
-        "scenarios": {name: s.to_json() for name, s in stats.items()},
+        "scenarios": {**{name: s.to_json() for name, s in stats.items()},
+                      **{f"{name}_across_cpus": s.to_json() for name, s in across.items()}},
     }
 
 

@@ -118,7 +118,7 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
             scenarios[f"scale_stm_turn_{size}"] = stm_turn(stores[size])
             scenarios[f"scale_raw_record_{size}"] = raw_turn(raws[size])
         stats = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.scale_turns,
-                                 warmup=len(stm_picks))
+                                 warmup=len(stm_picks), placement="one_cpu")
 
     points: list[dict[str, Any]] = []
     for size, path in files.items():

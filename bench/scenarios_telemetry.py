@@ -85,7 +85,7 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
                 await _turn_fn(stm, turns)(i)
         turn_stats = await interleave(
             {f"telemetry_turn_{k}": _turn_fn(s, turns) for k, s in stores.items()},
-            rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup)
+            rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup, placement="one_cpu")
         build_stats = await interleave(
             {f"telemetry_build_{k}": _build_fn(s, turns) for k, s in stores.items()},
             rounds=cfg.rounds, turns=cfg.build_turns, warmup=cfg.warmup)
