@@ -33,10 +33,18 @@ async def test_a_job_run_alone_gets_its_own_transaction_after_the_others(
         adapter: SqliteAdapter) -> None:  # noqa: F811
     order: list[str] = []
 
+    path = adapter.target.path
+    assert path is not None
+
     def alone(conn: sqlite3.Connection, _arg: None) -> int:
         order.append("alone")
-        # The turn writes drained with it are committed already.
-        return int(conn.execute("SELECT count(*) FROM stm_memories").fetchone()[0])
+        # The turn writes drained with it are committed already: another
+        # connection sees them.
+        other = sqlite3.connect(path)
+        try:
+            return int(other.execute("SELECT count(*) FROM stm_memories").fetchone()[0])
+        finally:
+            other.close()
 
     async with writer_paused(adapter):
         first = asyncio.ensure_future(adapter.writer.run(alone, None, alone=True))
