@@ -37,8 +37,9 @@ from stm_core.models import HistoryMessage, PersonaResponse
 from stm_core.settings import Settings
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
     BUSY_TIMEOUT_MS,
-    CHECKPOINT_WAL_BYTES,
     WAL_SIZE_LIMIT,
+    WRITER_CHECKPOINT_WAL_BYTES,
+    WalGrowth,
     passive_checkpoint,
 )
 
@@ -81,8 +82,7 @@ class ThreadWriter:
         self._thread: threading.Thread | None = None
         self._writes = 0
         self._checkpoint: asyncio.Future[Any] | None = None
-        #: The WAL file's size when the last checkpoint started (0 once cut back).
-        self._wal_checkpointed = 0
+        self._wal_growth = WalGrowth()
         self._writer_checkpoint = threading.Event()
         self.batches = 0
         #: Column names of the rows the upsert returns (known after the first write).
@@ -120,12 +120,9 @@ class ThreadWriter:
             wal = os.stat(self.path + "-wal").st_size
         except OSError:
             return
-        if wal < self._wal_checkpointed:  # started over and cut back
-            self._wal_checkpointed = 0
-        if wal >= self._wal_checkpointed + CHECKPOINT_WAL_BYTES:
-            self._wal_checkpointed = wal
+        if self._wal_growth.due(wal):
             self._checkpoint = asyncio.ensure_future(
-                asyncio.to_thread(self._passive, wal >= 4 * CHECKPOINT_WAL_BYTES))
+                asyncio.to_thread(self._passive, wal >= WRITER_CHECKPOINT_WAL_BYTES))
 
     def _passive(self, large: bool) -> None:
         conn = connect(self.path)

@@ -252,11 +252,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"{_fmt(m['load_average_start'])} → {_fmt(m['load_average_end'])}). Ratios compare "
         "scenarios of this same run, interleaved in blocks of 25 turns; absolute times "
         "and tails (p99) depend on the machine and on what else it runs. The comparisons "
-        "whose turns hand their writes to a thread one at a time (SQLite record, host turn "
-        "and tool write, the peers, telemetry, scale) run with every thread of the process "
-        "on one CPU (`bench/placement.py`): across CPUs a hop's cost depends on which CPU "
-        "each writer thread happens to sit on, which made two identical floors measure 98 "
-        "and 196 µs a write in one run; on one CPU both sides get the cheaper hop.",
+        "whose turns hand their writes to a thread one at a time run with every thread "
+        "of the process on one CPU (see *Thread placement*).",
         "",
         "## Targets",
         "",
@@ -317,11 +314,16 @@ def _placement_section(r: dict[str, Any]) -> list[str]:
     if all(a is None for _k, _o, a in rows):
         return []
     return ["", "## Thread placement", "",
-            "The same comparisons with every thread on one CPU (the headline figures: a "
-            "hop is a context switch there, the cheapest it gets, for both sides) and with "
-            "the event loop's thread on one CPU and every other thread on the other (every "
-            "hop a cross-CPU wake-up, as on a busy host). stm makes one hop per write; "
-            "the peers make more, which the second placement charges them for.", "",
+            "The SQLite record, host turn and tool write, the peers, telemetry and scale "
+            "run with every thread of the process on one CPU (`bench/placement.py`): a hop "
+            "is then a context switch, the cheapest it gets, for both sides. Left to the "
+            "scheduler, a hop costs two to three times as much when the writer thread sits "
+            "on the other, idle CPU, which Linux decides once per thread and keeps: two "
+            "identical write floors measured 98 and 196 µs a write in one run. The table "
+            "also has the same comparisons with the event loop's thread on one CPU and "
+            "every other thread on the other (every hop a cross-CPU wake-up, as on a busy "
+            "host). stm makes one hop per write; the peers make more, which the second "
+            "placement charges them for.", "",
             "| metric | one CPU | across CPUs |", "|---|---:|---:|",
             *(f"| `{k}` | {_fmt(one)} | {_fmt(two)} |" for k, one, two in rows)]
 

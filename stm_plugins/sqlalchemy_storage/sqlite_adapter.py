@@ -79,8 +79,28 @@ CHECKPOINT_CHECK_EVERY = 64
 #: file keeps its largest size, so it would look due for a checkpoint at every
 #: look once it had passed ``CHECKPOINT_WAL_BYTES``.
 WAL_SIZE_LIMIT = CHECKPOINT_WAL_BYTES // 2
+#: Past this, the writer finishes a checkpoint's tail between two batches.
+WRITER_CHECKPOINT_WAL_BYTES = 4 * CHECKPOINT_WAL_BYTES
 #: Checkpoints the reader runs in a row to copy the frames written meanwhile.
 CATCH_UP_PASSES = 4
+
+
+class WalGrowth:
+    """When a checkpoint is due: once the WAL file has grown by
+    ``CHECKPOINT_WAL_BYTES`` since the last one started, or since the file was
+    cut back (it only shrinks when the WAL starts over)."""
+
+    def __init__(self) -> None:
+        #: The file's size when the last checkpoint started (0 once cut back).
+        self.checkpointed_at = 0
+
+    def due(self, wal_bytes: int) -> bool:
+        if wal_bytes < self.checkpointed_at:
+            self.checkpointed_at = 0
+        if wal_bytes < self.checkpointed_at + CHECKPOINT_WAL_BYTES:
+            return False
+        self.checkpointed_at = wal_bytes
+        return True
 
 
 def run_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[Any]:
@@ -189,8 +209,7 @@ class SqliteAdapter(SqlStorageAdapter):
         self._reads = self.reader or self.writer
         self._writes_since_check = 0
         self._checkpoint: asyncio.Task[Any] | None = None
-        #: The WAL file's size when the last checkpoint started (0 once cut back).
-        self._wal_bytes_checkpointed = 0
+        self._wal_growth = WalGrowth()
         #: The capture upsert, once compiled (every turn runs it).
         self._capture: Compiled | None = None
 
@@ -352,12 +371,9 @@ class SqliteAdapter(SqlStorageAdapter):
             wal_bytes = os.stat(self.target.path + "-wal").st_size
         except OSError:
             return
-        if wal_bytes < self._wal_bytes_checkpointed:  # started over and cut back
-            self._wal_bytes_checkpointed = 0
-        if wal_bytes >= self._wal_bytes_checkpointed + CHECKPOINT_WAL_BYTES:
-            self._wal_bytes_checkpointed = wal_bytes
+        if self._wal_growth.due(wal_bytes):
             self._checkpoint = asyncio.get_running_loop().create_task(
-                self._run_checkpoint(even_if_busy=wal_bytes >= 4 * CHECKPOINT_WAL_BYTES),
+                self._run_checkpoint(even_if_busy=wal_bytes >= WRITER_CHECKPOINT_WAL_BYTES),
                 name="stm-sqlite-checkpoint")
 
     async def _run_checkpoint(self, *, even_if_busy: bool) -> None:

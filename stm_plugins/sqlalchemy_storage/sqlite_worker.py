@@ -230,12 +230,11 @@ class SqliteWorker:
         """Several jobs: one transaction for those that may share one, then
         each job that runs alone in its own."""
         alone = [job for job in batch if type(job[0]) is _Alone]
-        if alone:
-            batch = [job for job in batch if type(job[0]) is not _Alone]
-            if len(batch) == 1:
-                self._run_alone(conn, batch[0])
-        if len(batch) > 1 and not self._run_plain(conn, batch):
-            self._run_transaction(conn, batch)
+        shared = [job for job in batch if type(job[0]) is not _Alone] if alone else batch
+        if len(shared) == 1:
+            self._run_alone(conn, shared[0])
+        elif shared and not self._run_plain(conn, shared):
+            self._run_transaction(conn, shared)
         for job in alone:
             self._run_alone(conn, job)
 

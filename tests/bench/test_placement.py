@@ -68,22 +68,29 @@ def test_interleave_on_one_cpu_runs_its_turns_there() -> None:
 def test_across_cpus_keeps_the_loop_apart_from_every_other_thread() -> None:
     allowed = os.sched_getaffinity(0)
     loop_cpu, other_cpu = sorted(allowed)[:2]
-    seen: list[tuple[frozenset[int], frozenset[int]]] = []
+    main = threading.get_native_id()
+    loops: set[frozenset[int]] = set()
+    at_block_start: list[dict[int, set[int]]] = []
     indexes: list[int] = []
 
     async def turn(i: int) -> None:
         indexes.append(i)
-        worker = await asyncio.to_thread(os.sched_getaffinity, 0)
-        seen.append((frozenset(os.sched_getaffinity(0)), frozenset(worker)))
+        if i > 1000 and (i - 1001) % 25 == 0:  # the first turn of a timed block
+            at_block_start.append(affinities())
+        loops.add(frozenset(os.sched_getaffinity(0)))
+        await asyncio.to_thread(os.sched_getaffinity, 0)
 
-    # The pool's thread starts in the warm-up turn (inheriting the loop's CPU)
-    # and is moved before the first timed block.
+    # Pool threads start in the turns (inheriting the loop's CPU); each block
+    # starts with every one of them moved to the other CPU.
     asyncio.run(interleave({"a": turn}, rounds=1, turns=50, block=25, warmup=1,
                            placement="across_cpus", first=1000))
     assert indexes[0] == 1000 and indexes[-1] == 1050
-    assert all(loop == {loop_cpu} for loop, _worker in seen)
-    assert seen[0][1] == {loop_cpu}
-    assert all(worker == {other_cpu} for _loop, worker in seen[1:])
+    assert loops == {frozenset({loop_cpu})}
+    assert len(at_block_start) == 2
+    for pinned in at_block_start:
+        workers = {tid: cpus for tid, cpus in pinned.items() if tid != main}
+        assert workers and all(cpus == {other_cpu} for cpus in workers.values())
+        assert pinned[main] == {loop_cpu}
     assert os.sched_getaffinity(0) == allowed
 
 

@@ -19,7 +19,12 @@ from stm_core.errors import StorageError
 from stm_core.storage.records import MemoryKey
 from stm_plugins.sqlalchemy_storage import sqlite_adapter as sa_mod
 from stm_plugins.sqlalchemy_storage import sqlite_purge
-from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter, passive_checkpoint
+from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
+    CHECKPOINT_WAL_BYTES,
+    SqliteAdapter,
+    WalGrowth,
+    passive_checkpoint,
+)
 from stm_plugins.sqlalchemy_storage.sqlite_precompiled import STATEMENTS
 from stm_plugins.sqlalchemy_storage.sqlite_purge import purge_in_slices
 
@@ -176,3 +181,17 @@ async def test_a_reader_that_caught_up_asks_the_writer_for_no_checkpoint(
     monkeypatch.setattr(sa_mod, "CATCH_UP_PASSES", 0)  # never caught up
     await adapter._run_checkpoint(even_if_busy=False)
     assert asked == [True, False]
+
+
+def test_a_checkpoint_is_due_per_step_of_growth_and_again_after_the_file_is_cut_back() -> None:
+    step = CHECKPOINT_WAL_BYTES
+    growth = WalGrowth()
+    assert not growth.due(0) and not growth.due(step - 1)
+    assert growth.due(step)
+    # Still over the threshold, but no bigger: not due at every look.
+    assert not growth.due(step) and not growth.due(2 * step - 1)
+    assert growth.due(2 * step + 5)
+    assert not growth.due(3 * step)
+    # The WAL started over and the file was cut back: due again past one step.
+    assert not growth.due(step // 2)
+    assert growth.due(step)
