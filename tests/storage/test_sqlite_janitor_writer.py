@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stm_core.errors import StorageError
+from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey
 from stm_plugins.sqlalchemy_storage import sqlite_adapter as sa_mod
 from stm_plugins.sqlalchemy_storage import sqlite_purge
@@ -27,8 +30,22 @@ from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
 )
 from stm_plugins.sqlalchemy_storage.sqlite_precompiled import STATEMENTS
 from stm_plugins.sqlalchemy_storage.sqlite_purge import purge_in_slices
+from tests.reliability.support import ROOT, child_env
 
 from .helpers import NOW, turn
+from .janitor_procs import LIVE_SERVER, live_key
+from .test_janitor_scattered import (
+    OLD_SERVER,
+    ROWS,
+    finish,
+    fresh_keys,
+    is_old,
+    old_left,
+    open_real,
+    read_line,
+    seed_backlog,
+    stored_keys,
+)
 from .test_sqlite_writer import adapter, wait_until_queued, writer_paused  # noqa: F401
 
 PURGE = STATEMENTS["purge"]
@@ -195,3 +212,78 @@ def test_a_checkpoint_is_due_per_step_of_growth_and_again_after_the_file_is_cut_
     # The WAL started over and the file was cut back: due again past one step.
     assert not growth.due(step // 2)
     assert growth.due(step)
+
+
+def test_a_reader_behind_an_older_snapshot_keeps_the_checkpoint_from_catching_up(
+        tmp_path: Path) -> None:
+    path = tmp_path / "held.db"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT)")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM t").fetchone()  # a snapshot from before the rows
+    writer.executemany("INSERT INTO t (b) VALUES (?)", [("x" * 500,)] * 200)
+    reader = sqlite3.connect(path, isolation_level=None)
+    assert passive_checkpoint(reader) is False  # frames past the snapshot stay
+    holder.execute("COMMIT")
+    assert passive_checkpoint(reader) is True
+
+
+# -- processes: killed inside a batch, and several at once -------------------------------
+async def janitor_child(*args: str, **env: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.storage.janitor_procs", *args, cwd=ROOT,
+        env=child_env(**env), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def test_a_janitor_killed_between_two_slices_of_a_batch_deletes_none_of_it(
+        sqlite_url: str) -> None:
+    async with open_real(sqlite_url, Settings()) as stm:
+        cutoff = await seed_backlog(stm.adapter)
+    old = sum(1 for n in range(ROWS) if is_old(n))
+    proc = await janitor_child("sliced-janitor", sqlite_url)
+    assert await read_line(proc) == "ready"
+    for k in (1, 2, 3):  # three slices of the first batch deleted, not committed
+        assert await read_line(proc) == f"slice {5 * k}"
+    os.kill(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+    with sqlite3.connect(sqlite_url.split(":///", 1)[1]) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    async with open_real(sqlite_url, Settings()) as stm:
+        assert await old_left(stm.adapter, cutoff) == old  # all of the batch or none
+        assert await stm.janitor.run_once() == old
+        assert await stored_keys(stm.adapter, OLD_SERVER) == fresh_keys()
+
+
+async def test_janitors_of_several_processes_giving_way_at_every_slice_delete_it_once(
+        sqlite_url: str) -> None:
+    """Three janitor processes whose batches stop after one 3-row slice, as if
+    a turn write always waited, beside two writers: every old row goes, once,
+    in batches of at most one slice."""
+    slices = {"STM_TEST_PURGE_SLICE_ROWS": "3", "STM_TEST_PURGE_GIVE_WAY": "1"}
+    async with open_real(sqlite_url, Settings()) as stm:
+        cutoff = await seed_backlog(stm.adapter)
+        writers = [await janitor_child("write", sqlite_url, tag, "300") for tag in ("a", "b")]
+        janitors = [await janitor_child("janitor", sqlite_url, **slices) for _ in range(3)]
+        for proc in (*writers, *janitors):
+            assert await read_line(proc) == "ready"
+        totals = []
+        for proc in janitors:
+            done_before = 0
+            while (line := await read_line(proc, timeout=120)).startswith("batch "):
+                done = int(line.split()[1])
+                assert 0 < done - done_before <= 3  # one slice, then it gave way
+                done_before = done
+            assert line.startswith("done "), line
+            assert await proc.wait() == 0
+            totals.append(int(line.split()[1]))
+        for proc in writers:
+            await finish(proc)
+        assert sum(totals) == sum(1 for n in range(ROWS) if is_old(n))
+        assert await old_left(stm.adapter, cutoff) == 0
+        assert await stored_keys(stm.adapter, OLD_SERVER) == fresh_keys()
+        assert await stored_keys(stm.adapter, LIVE_SERVER) == {
+            live_key(tag, n) for tag in ("a", "b") for n in range(300)}
