@@ -449,7 +449,8 @@ class SqlStorageAdapter(abc.ABC):
         while windows last a single batch (old rows in table order: the
         oldest rows already are neighbours, and sorting a wide window would
         be wasted), and doubles back while they last longer. Returns 0 only
-        when no row older than ``cutoff_ms`` is left.
+        when no row older than ``cutoff_ms`` is left, except those another
+        process's janitor holds at that moment on PostgreSQL (it deletes them).
         """
         if batch_size < 1:
             raise ValidationError(f"batch_size must be at least 1, got {batch_size}",

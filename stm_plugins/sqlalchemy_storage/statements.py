@@ -226,12 +226,19 @@ def purge() -> ClauseElement:
     page, and a page of each key index, per row. The lowest ids of a wider
     window of old rows share pages. ``bound`` (at most ``cutoff``) keeps later
     batches on the same window; it is a range of the updated_at index, so a
-    batch reads at most ``window`` entries of it.
+    batch reads at most ``window`` entries of it. On PostgreSQL rows another
+    transaction holds (another process's janitor) are left to it.
     """
     b = _Binds()
     oldest = memories.alias("oldest")
+    # PostgreSQL: the window's rows are locked as they are chosen, skipping any
+    # another transaction holds. Janitors of several processes then never wait
+    # for one another: without it two of them locked overlapping rows in
+    # different orders and one died of a deadlock. SQLite has one writer and
+    # renders no locking clause.
     window = (sa.select(oldest.c.id).where(oldest.c.updated_at_ms < b("bound"))
-              .order_by(oldest.c.updated_at_ms).limit(b("window")).subquery("candidates"))
+              .order_by(oldest.c.updated_at_ms).limit(b("window"))
+              .with_for_update(skip_locked=True).subquery("candidates"))
     lowest = sa.select(window.c.id).order_by(window.c.id).limit(b("batch"))
     m = memories.c
     # The cutoff again on the row deleted: a writer that touched the row while

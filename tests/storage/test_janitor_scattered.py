@@ -10,6 +10,7 @@ half-way leaves a database the next run finishes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -148,6 +149,34 @@ async def test_janitors_of_several_processes_share_a_backlog_and_delete_it_once(
         assert await stored_keys(stm.adapter, OLD_SERVER) == fresh_keys()
         assert await stored_keys(stm.adapter, LIVE_SERVER) == {
             live_key("w", n) for n in range(300)}
+
+
+async def test_janitors_on_several_connections_purge_at_once_without_a_deadlock(
+        pg_url: str) -> None:
+    """Four adapters (four connections, as four processes have) purge one
+    scattered backlog at once in batches of different sizes, five times over:
+    none waits for another (rows another holds are skipped), so none dies of
+    a deadlock, and every old row goes exactly once."""
+    rows = 3000
+    old = sum(1 for n in range(rows) if is_old(n))
+    async with contextlib.AsyncExitStack() as stack:
+        stores = [await stack.enter_async_context(open_real(pg_url, Settings()))
+                  for _ in range(4)]
+
+        async def purge_all(adapter: StorageAdapter, cutoff: int, size: int) -> int:
+            total = 0
+            while (deleted := await adapter.purge_older_than(cutoff, batch_size=size)) > 0:
+                total += deleted
+            return total
+
+        for _ in range(5):
+            cutoff = await seed_backlog(stores[0].adapter, rows)
+            totals = await asyncio.gather(*(
+                purge_all(stm.adapter, cutoff, size)
+                for stm, size in zip(stores, (7, 13, 25, 40), strict=True)))
+            assert sum(totals) == old
+            assert await old_left(stores[0].adapter, cutoff) == 0
+            assert await stored_keys(stores[0].adapter, OLD_SERVER) == fresh_keys(rows)
 
 
 async def test_every_batch_counts_exactly_and_zero_means_none_left(db_url: str) -> None:
