@@ -89,6 +89,18 @@ def _v3_prompt_budget(dialect: Dialect) -> list[str]:
     return ["ALTER TABLE stm_server_settings ADD COLUMN prompt_budget_tokens INTEGER"]
 
 
+def _v4_cold_load_indexes_per_scope(dialect: Dialect) -> list[str]:
+    """Expand, though it drops two indexes: no statement of version 3 names
+    them, and its cold loads (``scope_kind = 'server'`` or ``'user'``
+    written out) use the new ones."""
+    import sqlalchemy as sa
+
+    from stm_plugins.sqlalchemy_storage.schema import V4_DROPPED_INDEXES, V4_INDEXES
+
+    return [*(f"DROP INDEX {name}" for name in V4_DROPPED_INDEXES),
+            *(str(sa.schema.CreateIndex(i).compile(dialect=dialect)) for i in V4_INDEXES)]
+
+
 MIGRATIONS: tuple[MigrationStep, ...] = (
     MigrationStep(version=1, description="memories, server settings, categories, user prefs",
                   statements=_create_v1),
@@ -96,6 +108,8 @@ MIGRATIONS: tuple[MigrationStep, ...] = (
                   statements=_v2_history_and_cache_policy),
     MigrationStep(version=3, description="a server's prompt budget",
                   statements=_v3_prompt_budget),
+    MigrationStep(version=4, description="cold-load indexes holding one scope's rows each",
+                  statements=_v4_cold_load_indexes_per_scope),
 )
 
 
