@@ -200,8 +200,10 @@ KEY_COLUMNS = "scope_kind, server_id, user_id, channel_id, persona_id"
 #: so both sides maintain the same structures on every write.
 INDEXES = (
     "CREATE INDEX IF NOT EXISTS memories_updated ON memories (updated_at_ms)",
-    "CREATE INDEX IF NOT EXISTS memories_server ON memories (scope_kind, server_id, updated_at_ms)",
-    "CREATE INDEX IF NOT EXISTS memories_user ON memories (scope_kind, user_id, updated_at_ms)",
+    "CREATE INDEX IF NOT EXISTS memories_server ON memories (server_id, updated_at_ms) "
+    "WHERE scope_kind = 'server'",
+    "CREATE INDEX IF NOT EXISTS memories_user ON memories (user_id, updated_at_ms) "
+    "WHERE scope_kind = 'user'",
     "CREATE INDEX IF NOT EXISTS memories_channel ON memories (channel_id)",
 )
 

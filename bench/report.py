@@ -225,7 +225,11 @@ FLOORS_SECTION = [
     "messages, read it back) and the OpenAI Agents `SQLiteSession` (add the two new "
     "items, read the last 10) run at stm's durability, `synchronous=NORMAL`; their "
     "out-of-the-box `synchronous=FULL` (an fsync per commit) is reported beside them "
-    "(`vs_peers_sdk_default`). Every stm turn uses a fresh `Turn` object, as hosts do.",
+    "(`vs_peers_sdk_default`). Every stm turn uses a fresh `Turn` object, as hosts do. "
+    "The floor of stm's own turn runs beside them on the same workload (stm's SQL on a "
+    "dedicated thread, the hand-written build, the same texts, checked): a peer's time "
+    "over the floor's (`vs_peers_floor`) is the most stm could score against that peer "
+    "without doing less work per turn.",
     "", "**Time**. Turn `i` is stamped `i` seconds after the bench's epoch, never earlier "
     "than the turn before it: scenarios sharing a store take turns over the same indexes, "
     "and a clock set from the index alone went back at every change of scenario, making "
@@ -294,13 +298,33 @@ def markdown(results: dict[str, Any]) -> str:
     lines += _build_section(results) + _growth_section(results) + _scale_section(results)
     lines += _server_scale_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
-    lines += _turn_split_section(results) + _placement_section(results)
+    lines += _turn_split_section(results) + _peers_section(results)
+    lines += _placement_section(results)
     lines += _out_of_order_section(results) + _names_section(results)
     lines += _cli_section(results)
     if results.get("errors"):
         lines += ["", "## Scenarios that failed", ""]
         lines += [f"- `{k}`: {v}" for k, v in results["errors"].items()]
     return "\n".join(lines) + "\n"
+
+
+def _peers_section(r: dict[str, Any]) -> list[str]:
+    floor = r.get("vs_peers_floor") or {}
+    rows = [(key, r.get(key), floor.get(peer))
+            for key, peer in (("vs_openai_session", "openai"),
+                              ("vs_langgraph_saver", "langgraph"))]
+    if all(f is None for _k, _s, f in rows):
+        return []
+    equal = r.get("peers_floor_texts_equal")
+    return ["", "## Peers against stm and against the floor", "",
+            "Each peer's host turn over stm's and over the floor of stm's turn on the "
+            "same workload, in the same interleaved run with every thread on one CPU. The "
+            "second column is what stm would score if it did the floor's work and nothing "
+            "more; where a target lies above it, only a turn that writes or reads less "
+            "could meet it. Floor texts equal to stm's: "
+            f"{'yes' if equal else 'NO (the floor column proves nothing)'}.", "",
+            "| metric | peer ÷ stm | peer ÷ floor |", "|---|---:|---:|",
+            *(f"| `{k}` | {_fmt(ours)} | {_fmt(best)} |" for k, ours, best in rows)]
 
 
 def _placement_section(r: dict[str, Any]) -> list[str]:

@@ -3,6 +3,10 @@
 stm's turn is what a host does each turn: ``record_turn`` then a warm
 ``build_context``. The peers do their equivalent (save the conversation
 state, read it back). Ratios are peer time / stm time: above 1, stm is faster.
+Beside them runs the floor of stm's turn on the same workload
+(:class:`~bench.floor_turn.FloorTurn`: stm's SQL on a dedicated thread, the
+hand-written build, the same texts): each peer's time over the floor's is the
+most stm could score against that peer without doing less work per turn.
 Database growth is measured after every channel has been written once, with
 the WAL checkpointed before each size reading.
 """
@@ -19,12 +23,16 @@ from typing import Any
 
 from bench import workload as w
 from bench.config import RunConfig
+from bench.floor_turn import FloorTurn
+from bench.floors import FloorResult
 from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.peers import LangGraphSaver, OpenAISession, PeerUnavailable
-from bench.scenarios_record import WINDOWS, Workload
+from bench.scenarios_build import as_floor_result, first_difference
+from bench.scenarios_record import WINDOWS, Workload, floor_host_turn, thread_writer
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
 from stm_core.clock import ManualClock
+from stm_core.models import StmContext
 
 log = logging.getLogger("stm.bench")
 
@@ -60,10 +68,26 @@ async def growth(turn: Callable[[int], Awaitable[object]], path: Path, start: in
     return (await db_bytes(path) - before) / turns
 
 
+async def _same_texts(stm_turn: Callable[[int], Awaitable[StmContext]],
+                      floor_turn: Callable[[int], Awaitable[FloorResult]],
+                      channels: int) -> bool:
+    """Every channel written once on both sides, then one turn's texts compared:
+    the floor does stm's work or its times mean nothing."""
+    for i in range(channels):
+        await stm_turn(i)
+        await floor_turn(i)
+    got, want = as_floor_result(await stm_turn(channels)), await floor_turn(channels)
+    if got != want:
+        log.warning("peers: the floor's texts differ from stm's: %s",
+                    first_difference(got, want))
+    return got == want
+
+
 async def run(cfg: RunConfig) -> dict[str, Any]:
     load = Workload(channels=cfg.channels)
     timed = max(cfg.warmup, cfg.channels) + cfg.rounds * cfg.turns
-    load.prepare(2 * timed + cfg.growth_turns)  # both placements, then the growth
+    # The texts check, both placements, then the growth.
+    load.prepare(cfg.channels + 1 + 2 * timed + cfg.growth_turns)
     with prepared_set_aside():
         return await _run(cfg, load)
 
@@ -89,17 +113,23 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
             str(cfg.workdir / "openai_default.db"), cfg.channels, synchronous=None))):
         if key.split("_")[0] in peers:
             peers[key] = await peer.open()
+    writer = await thread_writer(cfg.workdir / "peers_floor.db", clock)
     try:
         async with open_bench_store(sqlite_url(stm_path), clock) as stm:
-            async def stm_turn(i: int) -> None:
+            async def stm_turn(i: int) -> StmContext:
                 clock.set(w.EPOCH_MS + i * 1000)
                 turn = load.turn(i)
                 await stm.record_turn(turn, load.histories[i % WINDOWS],
                                       load.replies[i % WINDOWS])
-                await stm.build_context(turn)
+                return await stm.build_context(turn)
 
+            floor = FloorTurn(writer, load.server, load.names, render_mode="crude_summary",
+                              now_ms=w.EPOCH_MS)
+            floor_turn = floor_host_turn(floor, load)
+            check = await _same_texts(stm_turn, floor_turn, cfg.channels)
+            first = cfg.channels + 1
             scenarios: dict[str, Callable[[int], Awaitable[object]]] = {
-                "stm_host_turn_sqlite": stm_turn}
+                "stm_host_turn_sqlite": stm_turn, "floor_thread_host_turn": floor_turn}
             names = {"langgraph": "langgraph_saver_turn", "openai": "openai_session_turn",
                      "langgraph_default": "langgraph_saver_turn_sdk_default",
                      "openai_default": "openai_session_turn_sdk_default"}
@@ -108,12 +138,12 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
             # Every channel (thread, session) exists before anything is timed.
             warmup = max(cfg.warmup, cfg.channels)
             stats = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,
-                                     warmup=warmup, placement="one_cpu")
-            after = warmup + cfg.rounds * cfg.turns
+                                     warmup=warmup, placement="one_cpu", first=first)
+            after = first + warmup + cfg.rounds * cfg.turns
             # The same with every hop across CPUs (fresh turns: Turn memos start cold).
             across = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,
                                       warmup=warmup, placement="across_cpus", first=after)
-            after *= 2
+            after += warmup + cfg.rounds * cfg.turns
             bytes_per_turn: dict[str, float | None] = {
                 "stm": round(await growth(stm_turn, stm_path, after, cfg.growth_turns), 1)}
             for key, peer in peers.items():
@@ -124,10 +154,11 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
             for key in unavailable:
                 bytes_per_turn[key] = None
     finally:
+        await writer.close()
         for peer in peers.values():
             await peer.close()
 
-    ours = stats["stm_host_turn_sqlite"]
+    ours, floor_stats = stats["stm_host_turn_sqlite"], stats["floor_thread_host_turn"]
     result: dict[str, Any] = {
         "vs_langgraph_saver": (ratio(stats["langgraph_saver_turn"], ours)
                                if "langgraph" in peers else None),
@@ -137,6 +168,10 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
                                    if "langgraph" in peers else None),
         "vs_openai_session_cpu": (cpu_ratio(stats["openai_session_turn"], ours)
                                   if "openai" in peers else None),
+        # Each peer over the floor of stm's turn: the most stm could score.
+        "vs_peers_floor": {key: ratio(stats[names[key]], floor_stats)
+                           for key in ("langgraph", "openai") if key in peers},
+        "peers_floor_texts_equal": check,
         "vs_peers_across_cpus": {
             key: ratio(across[names[key]], across["stm_host_turn_sqlite"])
             for key in ("langgraph", "openai") if key in peers},

@@ -95,6 +95,19 @@ def test_floors_do_the_same_work_and_report_cpu(
     assert results["meta"]["load_averages_end"] is not None
 
 
+def test_peers_run_beside_the_floor_of_stms_turn(
+        tiny_run: tuple[dict[str, Any], Path, str]) -> None:
+    """The peers' floor renders stm's texts, so "peer ÷ floor" bounds what stm can score."""
+    results, out, _ = tiny_run
+    assert results["peers_floor_texts_equal"] is True
+    assert results["scenarios"]["floor_thread_host_turn"]["cpu_us_per_turn"] > 0
+    for peer, key in (("langgraph", "vs_langgraph_saver"), ("openai", "vs_openai_session")):
+        if results[key] is not None:
+            assert results["vs_peers_floor"][peer] > 0
+    assert "## Peers against stm and against the floor" in (out / "RESULTS.md").read_text(
+        encoding="utf-8")
+
+
 def test_scenarios_report_median_p95_p99(tiny_run: tuple[dict[str, Any], Path, str]) -> None:
     results, _, _ = tiny_run
     names = set(results["scenarios"])
