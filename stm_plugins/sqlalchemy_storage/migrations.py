@@ -31,7 +31,9 @@ Adding a step is one entry in :data:`MIGRATIONS`; the constants follow.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import attrs
@@ -123,6 +125,19 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 OLDEST_WRITABLE_SCHEMA = SCHEMA_VERSION
 #: The newest schema this code reads and writes safely (its expand window).
 NEWEST_USABLE_SCHEMA = SCHEMA_VERSION + COMPATIBILITY_WINDOW
+
+
+@contextmanager
+def applying(step: MigrationStep, label: str) -> Iterator[None]:
+    """Log a step as it starts and once it is done: only the process that
+    really applies it logs (the others found it applied under the lock), and
+    a step that builds indexes on a large table tells operators why writers
+    wait."""
+    log.info("schema step %d (%s) on %s: applying", step.version, step.description, label)
+    started = time.perf_counter()
+    yield
+    log.info("schema step %d on %s: applied in %.2f s", step.version, label,
+             time.perf_counter() - started)
 
 
 def version_table_ddl(dialect: Dialect) -> str:

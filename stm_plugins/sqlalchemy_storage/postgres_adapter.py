@@ -300,11 +300,12 @@ class PostgresAdapter(SqlStorageAdapter):
 
     async def _apply_step(self, conn: Any, step: mig.MigrationStep) -> None:
         """One savepoint per step inside the setup transaction (which holds the lock)."""
-        async with conn.transaction():
-            await conn.execute(mig.version_table_ddl(POSTGRES_DIALECT))
-            for statement in step.statements(POSTGRES_DIALECT):
-                await conn.execute(statement)
-            await conn.execute(_ADD_VERSION, step.version, time.time_ns() // 1_000_000)
+        with mig.applying(step, self.target.label):
+            async with conn.transaction():
+                await conn.execute(mig.version_table_ddl(POSTGRES_DIALECT))
+                for statement in step.statements(POSTGRES_DIALECT):
+                    await conn.execute(statement)
+                await conn.execute(_ADD_VERSION, step.version, time.time_ns() // 1_000_000)
 
     async def aclose(self) -> None:
         self._closed = True

@@ -265,11 +265,12 @@ class SqliteAdapter(SqlStorageAdapter):
         if before is not None and before >= step.version:
             return before
         dialect = dialect_named(self.dialect_name)
-        conn.execute(mig.version_table_ddl(dialect))
-        for statement in step.statements(dialect):
-            conn.execute(statement)
-        conn.execute(ADD_VERSION, {"version": step.version,
-                                    "applied_at_ms": time.time_ns() // 1_000_000})
+        with mig.applying(step, self.target.label):
+            conn.execute(mig.version_table_ddl(dialect))
+            for statement in step.statements(dialect):
+                conn.execute(statement)
+            conn.execute(ADD_VERSION, {"version": step.version,
+                                        "applied_at_ms": time.time_ns() // 1_000_000})
         return before
 
     async def aclose(self) -> None:
