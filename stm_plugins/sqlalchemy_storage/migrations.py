@@ -128,16 +128,19 @@ NEWEST_USABLE_SCHEMA = SCHEMA_VERSION + COMPATIBILITY_WINDOW
 
 
 @contextmanager
-def applying(step: MigrationStep, label: str) -> Iterator[None]:
+def applying(step: MigrationStep, label: str, *, upgrade: bool) -> Iterator[None]:
     """Log a step as it starts and once it is done: only the process that
-    really applies it logs (the others found it applied under the lock), and
-    a step that builds indexes on a large table tells operators why writers
-    wait."""
-    log.info("schema step %d (%s) on %s: applying", step.version, step.description, label)
+    really applies it logs (the others found it applied under the lock). An
+    upgrade of an existing database logs at ``INFO`` (a step that builds
+    indexes on a large table tells operators why writers wait); the steps
+    that create a new database at ``DEBUG``."""
+    level = logging.INFO if upgrade else logging.DEBUG
+    log.log(level, "schema step %d (%s) on %s: applying", step.version, step.description,
+            label)
     started = time.perf_counter()
     yield
-    log.info("schema step %d on %s: applied in %.2f s", step.version, label,
-             time.perf_counter() - started)
+    log.log(level, "schema step %d on %s: applied in %.2f s", step.version, label,
+            time.perf_counter() - started)
 
 
 def version_table_ddl(dialect: Dialect) -> str:

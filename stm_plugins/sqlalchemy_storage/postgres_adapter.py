@@ -267,7 +267,7 @@ class PostgresAdapter(SqlStorageAdapter):
                 found = current
                 created = False
                 for step in mig.pending_steps(current, self.migrations):
-                    await self._apply_step(conn, step)
+                    await self._apply_step(conn, step, upgrade=current is not None)
                     created = created or step.version == 1
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: schema setup failed: "
@@ -298,9 +298,9 @@ class PostgresAdapter(SqlStorageAdapter):
                 f"TO \"{schema}\"', or track_extra_parameters = search_path from 1.20; "
                 f"any pooler: ALTER ROLE ... SET search_path) (docs/deployment.md)")
 
-    async def _apply_step(self, conn: Any, step: mig.MigrationStep) -> None:
+    async def _apply_step(self, conn: Any, step: mig.MigrationStep, *, upgrade: bool) -> None:
         """One savepoint per step inside the setup transaction (which holds the lock)."""
-        with mig.applying(step, self.target.label):
+        with mig.applying(step, self.target.label, upgrade=upgrade):
             async with conn.transaction():
                 await conn.execute(mig.version_table_ddl(POSTGRES_DIALECT))
                 for statement in step.statements(POSTGRES_DIALECT):

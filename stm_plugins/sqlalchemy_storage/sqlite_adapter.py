@@ -250,7 +250,7 @@ class SqliteAdapter(SqlStorageAdapter):
         found = current
         created = False
         for n, step in enumerate(mig.pending_steps(current, self.migrations)):
-            before = await self.writer.run(self._apply_step, step)
+            before = await self.writer.run(self._apply_step, (step, current is not None))
             if n == 0:
                 found = before
             if before is None or before < step.version:
@@ -258,14 +258,17 @@ class SqliteAdapter(SqlStorageAdapter):
         return SchemaStatus(from_version=found, to_version=max(latest, found or 0),
                             created=created)
 
-    def _apply_step(self, conn: sqlite3.Connection, step: mig.MigrationStep) -> int | None:
-        """Runs inside the writer's ``BEGIN IMMEDIATE``: re-read, then apply once."""
+    def _apply_step(self, conn: sqlite3.Connection,
+                    job: tuple[mig.MigrationStep, bool]) -> int | None:
+        """Runs inside the writer's ``BEGIN IMMEDIATE``: re-read, then apply once.
+        ``job``: the step, and whether the database existed before this setup."""
+        step, upgrade = job
         before = read_version(conn)
         mig.pending_steps(before, self.migrations)  # refuses a schema beyond the window
         if before is not None and before >= step.version:
             return before
         dialect = dialect_named(self.dialect_name)
-        with mig.applying(step, self.target.label):
+        with mig.applying(step, self.target.label, upgrade=upgrade):
             conn.execute(mig.version_table_ddl(dialect))
             for statement in step.statements(dialect):
                 conn.execute(statement)

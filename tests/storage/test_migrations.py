@@ -5,6 +5,7 @@ code on a schema one version ahead)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -183,3 +184,22 @@ async def test_version_3_adds_the_server_prompt_budget(db_url: str) -> None:
         assert await latest.load_server_settings("g1") == after
     finally:
         await latest.aclose()
+
+
+async def test_an_upgrade_logs_its_steps_and_a_new_database_does_not(
+        db_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Operators see what an upgrade applies and how long it took (writers
+    wait for it); creating a new database stays quiet at INFO."""
+    caplog.set_level(logging.INFO, logger="stm.storage.migrations")
+    fresh = adapter_for(db_url, MIGRATIONS[:3])
+    await fresh.setup()
+    await fresh.aclose()
+    assert [r for r in caplog.records if r.levelno >= logging.INFO] == []
+    latest = adapter_for(db_url)
+    try:
+        await latest.setup()
+    finally:
+        await latest.aclose()
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(messages) == 2 and "schema step 4 (" in messages[0]
+    assert messages[0].endswith("applying") and " applied in " in messages[1]
