@@ -533,8 +533,8 @@ class SqlStorageAdapter(abc.ABC):
 
 
 def _filter_params(flt: MemoryFilter) -> tuple[tuple[str, ...], dict[str, object]]:
-    params = {f: getattr(flt, f) for f in codec.FILTER_FIELDS if getattr(flt, f) is not None}
-    return tuple(params), params
+    return codec.filter_params({f: getattr(flt, f) for f in codec.FILTER_FIELDS
+                                if getattr(flt, f) is not None})
 
 
 def _check_positions(categories: Sequence[CategoryRecord]) -> None:

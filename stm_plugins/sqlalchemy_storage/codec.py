@@ -42,6 +42,22 @@ Row = Sequence[Any]
 #: Fields of a ``MemoryFilter``, in the order filters are keyed.
 FILTER_FIELDS: tuple[str, ...] = ("channel_id", "user_id", "server_id", "scope_kind",
                                   "persona_id")
+#: A filter's scope is written into its statement, not bound: the indexes of
+#: one scope's rows (schema version 4) serve only a statement that names the
+#: scope. ``scope_kind=user`` stands for the field with that value.
+SCOPE_LITERALS: tuple[str, ...] = ("scope_kind=server", "scope_kind=user")
+
+
+def filter_params(fields: dict[str, object]) -> tuple[tuple[str, ...], dict[str, object]]:
+    """A filter's statement key (its fields, the scope as its literal) and the
+    parameters to bind. A scope that is neither of the two stays bound (it
+    matches no row: the table's check allows only those)."""
+    scope = fields.get("scope_kind")
+    literal = f"scope_kind={scope}"
+    if literal not in SCOPE_LITERALS:
+        return tuple(fields), fields
+    params = {f: v for f, v in fields.items() if f != "scope_kind"}
+    return tuple(literal if f == "scope_kind" else f for f in fields), params
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from stm_core.storage.records import SERVER_SETTING_FIELDS
 from stm_plugins.sqlalchemy_storage import statements as st
-from stm_plugins.sqlalchemy_storage.codec import FILTER_FIELDS
+from stm_plugins.sqlalchemy_storage.codec import FILTER_FIELDS, SCOPE_LITERALS
 from stm_plugins.sqlalchemy_storage.compiled import Compiled, compile_statement
 from stm_plugins.sqlalchemy_storage.schema import schema_version
 
@@ -45,10 +45,21 @@ def builders() -> Iterator[tuple[Hashable, Callable[[], Any]]]:
     for columns in [(), *((c,) for c in SERVER_SETTING_FIELDS)]:
         yield ("settings_upsert", columns), (
             lambda c=columns: st.settings_upsert(DIALECT, c))  # type: ignore[misc]
+    for fields in _filter_keys():
+        yield ("list_rows", fields), lambda f=fields: st.list_rows(DIALECT, f)  # type: ignore[misc]
+        yield ("delete_rows", fields), lambda f=fields: st.delete_rows(f)  # type: ignore[misc]
+
+
+def _filter_keys() -> Iterator[tuple[str, ...]]:
+    """Every filter's statement key: each set of fields, its scope (when it
+    has one) either of the two written out (``codec.filter_params``)."""
     for n in range(1, len(FILTER_FIELDS) + 1):
         for fields in itertools.combinations(FILTER_FIELDS, n):
-            yield ("list_rows", fields), lambda f=fields: st.list_rows(DIALECT, f)  # type: ignore[misc]
-            yield ("delete_rows", fields), lambda f=fields: st.delete_rows(f)  # type: ignore[misc]
+            if "scope_kind" not in fields:
+                yield fields
+                continue
+            for literal in SCOPE_LITERALS:
+                yield tuple(literal if f == "scope_kind" else f for f in fields)
 
 
 def version_statements() -> dict[str, str]:

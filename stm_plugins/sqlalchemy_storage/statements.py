@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.expression import BindParameter, ClauseElement, ColumnElement
 
+from stm_plugins.sqlalchemy_storage.codec import SCOPE_LITERALS
 from stm_plugins.sqlalchemy_storage.compiled import ROW_SEPARATOR
 from stm_plugins.sqlalchemy_storage.schema import (
     KEY_COLUMNS,
@@ -171,9 +172,28 @@ def get_row() -> ClauseElement:
     return sa.select(*MEMORY_COLUMNS).where(*(c == b(c.name, c) for c in KEY_COLUMNS))
 
 
+#: Below every stored time (one above BIGINT's least value, which PostgreSQL
+#: would read as a NUMERIC and then use no index of the column).
+_ALWAYS = sa.literal_column("-9223372036854775807", sa.BigInteger)
+
+
 def _filter(fields: Sequence[str]) -> list[ColumnElement[bool]]:
+    """Each field equal to its parameter; ``scope_kind=server`` and
+    ``scope_kind=user`` (``codec.SCOPE_LITERALS``) written out, so the index of
+    that scope's rows can serve the statement.
+
+    A user's rows (forget a user) are found through the user-scope index. On
+    SQLite without statistics the planner would rather take the unique key's
+    index for its first column, ``scope_kind``, and read every user-scope row
+    in it: a range on the index's second column, true of every row, makes
+    the user-scope index the closer match."""
     b = _Binds()
-    return [memories.c[f] == b(f, memories.c[f]) for f in fields]
+    m = memories.c
+    where = [m.scope_kind == sa.literal_column(f"'{f.partition('=')[2]}'", sa.Text)
+             if f in SCOPE_LITERALS else m[f] == b(f, m[f]) for f in fields]
+    if "scope_kind=user" in fields and "user_id" in fields:
+        where.append(m.updated_at_ms >= _ALWAYS)
+    return where
 
 
 def _key_order(dialect: str) -> list[ColumnElement[Any]]:

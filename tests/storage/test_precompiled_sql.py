@@ -84,13 +84,14 @@ async def test_every_precompiled_statement_matches_the_adapters_own_builder(
         await adapter.replace_categories("g1", [CategoryRecord(position=0, label="a",
                                                                description="d")],
                                          now_ms=NOW, clear_server_memories=True)
-        values = {"channel_id": "c1", "user_id": "u1", "server_id": "g1",
-                  "scope_kind": "server", "persona_id": "p"}
-        for n in range(1, len(FILTER_FIELDS) + 1):
-            for fields in itertools.combinations(FILTER_FIELDS, n):
-                flt = MemoryFilter(**{f: values[f] for f in fields})  # type: ignore[arg-type]
-                await adapter.list_memories(flt)
-                await adapter.delete_memories(flt)
+        for scope in ("server", "user"):  # each written into its statements
+            values = {"channel_id": "c1", "user_id": "u1", "server_id": "g1",
+                      "scope_kind": scope, "persona_id": "p"}
+            for n in range(1, len(FILTER_FIELDS) + 1):
+                for fields in itertools.combinations(FILTER_FIELDS, n):
+                    flt = MemoryFilter(**{f: values[f] for f in fields})  # type: ignore[arg-type]
+                    await adapter.list_memories(flt)
+                    await adapter.delete_memories(flt)
         await adapter.purge_older_than(NOW, batch_size=10)
         assert set(sqlite_precompiled.STATEMENTS) - adapter._sql.verified == set()
     finally:

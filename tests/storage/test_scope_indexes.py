@@ -15,13 +15,14 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 
 from stm_core.models import CrudeMessage
-from stm_core.storage.records import CaptureWrite, MemoryKey
+from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey
 from stm_plugins.sqlalchemy_storage import statements as st
-from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter
+from stm_plugins.sqlalchemy_storage.base import SqlStorageAdapter, _filter_params
 from stm_plugins.sqlalchemy_storage.compiled import Compiled
 from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS, MigrationStep
 from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url, parse_sqlite_url
@@ -128,6 +129,70 @@ async def test_cold_loads_use_the_index_of_their_scope(db_url: str) -> None:
             plan = " ".join(r[0] for r in await conn.fetch(f"EXPLAIN {load.sql}",
                                                             *load.positional(params)))
             assert index in plan, plan
+    finally:
+        await conn.close()
+
+
+async def test_filters_naming_a_scope_use_its_index_and_find_its_rows(db_url: str) -> None:
+    """The admin's filters (forget a user: their rows of user scope) name the
+    scope as a literal, so the index of that scope's rows serves them; bound,
+    the scope would leave them a scan of half the table."""
+    adapter = adapter_for(db_url)
+    await adapter.setup()
+    forget_user = MemoryFilter(user_id="u1", scope_kind="user")
+    server_rows = MemoryFilter(server_id="g1", scope_kind="server")
+    try:
+        for channel in range(40):
+            await adapter.capture(turn(f"c{channel}", user=f"u{channel % 4}", now=NOW + channel))
+        assert len(await adapter.list_memories(forget_user)) == 10
+        assert len(await adapter.list_memories(server_rows)) == 40
+        assert await adapter.list_memories(MemoryFilter(user_id="u1", scope_kind="server")) == []
+        deleted = await adapter.delete_memories(forget_user)
+        assert {k.user_id for k in deleted} == {"u1"} and len(deleted) == 10
+        assert len(await adapter.list_memories(server_rows)) == 40  # the server's rows stay
+        fields, params = _filter_params(forget_user)
+        assert "scope_kind" not in params
+        plans = {name: adapter.statement((name, fields), _unexpected)
+                 for name in ("list_rows", "delete_rows")}
+    finally:
+        await adapter.aclose()
+    for name, compiled in plans.items():
+        assert "ix_stm_memories_user_rows" in await _plan(db_url, compiled, params), name
+
+
+async def test_a_scope_other_than_the_two_stays_a_parameter(sqlite_url: str) -> None:
+    """Only the two scopes are written into SQL; anything else is bound (and
+    matches no row), however it is spelled."""
+    hostile = MemoryFilter(user_id="u1", scope_kind="user' OR '1'='1")  # type: ignore[arg-type]
+    fields, params = _filter_params(hostile)
+    assert "scope_kind" in fields and params["scope_kind"] == hostile.scope_kind
+    adapter = adapter_for(sqlite_url)
+    await adapter.setup()
+    try:
+        await adapter.capture(turn("c1"))
+        assert await adapter.list_memories(hostile) == []
+        assert await adapter.delete_memories(hostile) == []
+        assert len(await adapter.list_memories(MemoryFilter(user_id="u1"))) == 1
+    finally:
+        await adapter.aclose()
+
+
+def _unexpected() -> Any:
+    raise AssertionError("the adapter has not compiled this statement")
+
+
+async def _plan(url: str, compiled: Compiled, params: dict[str, object]) -> str:
+    """The plan of a statement as the adapter compiled it, with ``params``."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(parse_sqlite_url(url).path or "") as conn:
+            return " ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {compiled.sql}",
+                                                      compiled.named(params)))
+    target = parse_postgres_url(url)
+    conn = await asyncpg.connect(target.dsn, server_settings={"search_path": target.schema or ""})
+    try:
+        await conn.execute("SET enable_seqscan = off")  # see the cold loads' test
+        return " ".join(r[0] for r in await conn.fetch(f"EXPLAIN {compiled.sql}",
+                                                        *compiled.positional(params)))
     finally:
         await conn.close()
 
