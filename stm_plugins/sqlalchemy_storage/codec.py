@@ -59,6 +59,7 @@ def filter_params(fields: dict[str, object]) -> tuple[tuple[str, ...], dict[str,
     params = {f: v for f, v in fields.items() if f != "scope_kind"}
     return tuple(literal if f == "scope_kind" else f for f in fields), params
 
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 

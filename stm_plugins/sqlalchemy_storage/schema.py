@@ -26,6 +26,7 @@ schema_version = sa.Table(
     sa.Column("applied_at_ms", sa.BigInteger, nullable=False),
 )
 
+
 def _memories_definition() -> list[SchemaItem]:
     return [
     sa.Column("id", _ROW_ID, primary_key=True, autoincrement=True),
@@ -82,6 +83,7 @@ sa.Index("ix_stm_memories_channel", _memories_v1.c.channel_id)
 V4_DROPPED_INDEXES = ("ix_stm_memories_server", "ix_stm_memories_user")
 V4_INDEXES: tuple[sa.Index, ...] = tuple(
     i for i in memories.indexes if str(i.name).endswith("_rows"))
+
 
 def _server_settings_v1_columns() -> list[sa.Column[object]]:
     return [
