@@ -1,21 +1,25 @@
-"""One process of the concurrent first-open test:
+"""One process of the concurrent first-open and upgrade tests:
 ``python -m tests.reliability.open_worker URL...``.
 
 For each URL in turn it waits for a line on stdin (so every process opens
-the same fresh database at once), opens a store on it (schema creation or
-upgrade included), writes one row, closes it and prints ``ok`` or
-``failed <error>``.
+the same database at once), opens a store on it (schema creation or upgrade
+included), writes one row, closes it and prints ``ok`` or
+``failed <error>``. The schema steps it applies to an existing database are
+logged to stderr (the upgrade test kills it once one has started).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 
 from stm_core.store import open_store
 
 
 async def main(urls: list[str]) -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
+    logging.getLogger("stm.storage.migrations").setLevel(logging.INFO)
     for url in urls:
         await asyncio.to_thread(sys.stdin.readline)
         try:

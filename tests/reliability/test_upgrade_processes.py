@@ -87,7 +87,7 @@ async def test_a_process_killed_while_upgrading_leaves_version_3_or_4_whole(
         if kill:
             await _back_to_version_3(db_url)
         proc = await asyncio.create_subprocess_exec(
-            *child_command("upgrade_worker", db_url), env=child_env(),
+            *child_command("open_worker", db_url), env=child_env(),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
         assert proc.stdin is not None and proc.stderr is not None
