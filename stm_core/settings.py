@@ -26,6 +26,7 @@ STM_JANITOR_BATCH_SIZE                          1000    most rows deleted per ja
 STM_JANITOR_BATCH_BUDGET_MS                     3       batches shrink to stay under this long
 STM_JANITOR_PAUSE_MS                            40      pause between batches, so turns never stall
 STM_SQLITE_SYNCHRONOUS                          NORMAL  SQLite ``synchronous`` (NORMAL or FULL)
+STM_SQLITE_INLINE_WRITES                        1       SQLite: a lone turn write runs on the loop
 STM_CROSS_PROCESS_INVALIDATION                  1       PostgreSQL: announce writes, hear others'
 STM_CACHE_MAX_AGE_SECONDS                       (auto)  reload views this old (300 if listening)
 STM_LISTENER_CHECK_SECONDS                      5       how often the listener checks its connection
@@ -205,6 +206,7 @@ RULES: dict[str, Rule] = {
     "janitor_batch_budget_ms": _positive("STM_JANITOR_BATCH_BUDGET_MS", 60_000),
     "sqlite_synchronous": Rule(var="STM_SQLITE_SYNCHRONOUS", kind="choice",
                                choices=("NORMAL", "FULL")),
+    "sqlite_inline_writes": Rule(var="STM_SQLITE_INLINE_WRITES", kind="flag"),
     "cross_process_invalidation": Rule(var="STM_CROSS_PROCESS_INVALIDATION", kind="flag"),
     "cache_max_age_seconds": _positive("STM_CACHE_MAX_AGE_SECONDS", _YEAR_HOURS * 3600,
                                        optional=True),
@@ -256,6 +258,11 @@ class Settings:
     janitor_pause_ms: int = attrs.field(default=40, validator=_in_range)
     janitor_batch_budget_ms: float = attrs.field(default=3.0, validator=_in_range)
     sqlite_synchronous: str = attrs.field(default="NORMAL", validator=_in_range)
+    #: On SQLite, a turn's write (or a tool write) runs on the event loop's
+    #: thread when nothing else waits for the loop or the writer, instead of
+    #: making two thread hops; with other work ready it goes to the writer
+    #: thread as before (docs/storage.md, "Writes").
+    sqlite_inline_writes: bool = attrs.field(default=True, validator=_in_range)
     #: On PostgreSQL, every write NOTIFYs what it changed and the store LISTENs
     #: for other processes' writes (several processes share one database).
     cross_process_invalidation: bool = attrs.field(default=True, validator=_in_range)

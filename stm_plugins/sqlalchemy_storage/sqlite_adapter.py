@@ -83,6 +83,10 @@ WAL_SIZE_LIMIT = CHECKPOINT_WAL_BYTES // 2
 WRITER_CHECKPOINT_WAL_BYTES = 4 * CHECKPOINT_WAL_BYTES
 #: Checkpoints the reader runs in a row to copy the frames written meanwhile.
 CATCH_UP_PASSES = 4
+#: Memory writes of at most this many rows may run inline (on the caller's
+#: thread, see :mod:`.sqlite_worker`): a turn's or a tool's two rows a persona;
+#: anything larger always goes to the writer thread.
+INLINE_MAX_ROWS = 8
 
 
 class WalGrowth:
@@ -201,7 +205,8 @@ class SqliteAdapter(SqlStorageAdapter):
         self.target = target
         self.synchronous = settings.sqlite_synchronous.upper()
         self.writer = SqliteWorker(name="stm-sqlite-writer", label=target.label,
-                                   connect=self._connect_writer, transactional=True)
+                                   connect=self._connect_writer, transactional=True,
+                                   inline=settings.sqlite_inline_writes)
         self.reader: SqliteWorker | None = None
         if target.path is not None:
             self.reader = SqliteWorker(name="stm-sqlite-reader", label=target.label,
@@ -214,15 +219,18 @@ class SqliteAdapter(SqlStorageAdapter):
         self._capture: Compiled | None = None
 
     def _connect_writer(self) -> sqlite3.Connection:
-        conn = self._connect()
+        # Inline jobs use the writer's connection from the caller's thread, one
+        # at a time with the writer thread (the worker's lock sees to that).
+        conn = self._connect(check_same_thread=False)
         if self.reader is not None:
             conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         return conn
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, check_same_thread: bool = True) -> sqlite3.Connection:
         conn = sqlite3.connect(self.target.path or ":memory:", isolation_level=None,
-                               timeout=BUSY_TIMEOUT_MS / 1000, cached_statements=256)
+                               timeout=BUSY_TIMEOUT_MS / 1000, cached_statements=256,
+                               check_same_thread=check_same_thread)
         try:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             _enable_wal(conn)
@@ -313,11 +321,13 @@ class SqliteAdapter(SqlStorageAdapter):
         compiled = self._capture or self._compile_capture()
         if compiled.constants or telemetry.tracer() is not None:  # the general path
             return await self._write_reported([Step(compiled, p, Want.ONE) for p in params],
-                                              finish, report, "capture")
+                                              finish, report, "capture",
+                                              inline=len(params) <= INLINE_MAX_ROWS)
         # Every turn comes here: the upserts run straight, without steps.
         self._count_write()
         return await self.writer.run(_capture_job, (compiled.sql, params, finish),
-                                     report=None if report is None else _teller(report))
+                                     report=None if report is None else _teller(report),
+                                     inline=len(params) <= INLINE_MAX_ROWS)
 
     def _compile_capture(self) -> Compiled:
         self._capture = self._upsert_statement("capture", capture_upsert)
@@ -328,16 +338,19 @@ class SqliteAdapter(SqlStorageAdapter):
         if not writes:
             return []
         steps, finish = self._write_memory_steps(writes)
-        return await self._write_reported(steps, finish, report, "write_memory")
+        return await self._write_reported(steps, finish, report, "write_memory",
+                                          inline=len(writes) <= INLINE_MAX_ROWS)
 
     async def _write_reported(self, steps: list[Step], finish: Finish,
-                              report: WriteReport | None, operation: str) -> list[MemoryRecord]:
+                              report: WriteReport | None, operation: str, *,
+                              inline: bool) -> list[MemoryRecord]:
         def job(conn: sqlite3.Connection, steps: list[Step]) -> list[MemoryRecord]:
             # In the writer thread: a record that cannot be built fails its write.
             return finish(run_steps(conn, steps))
 
         return await self._on_writer(job, steps, operation,
-                                     None if report is None else _teller(report))
+                                     None if report is None else _teller(report),
+                                     inline=inline)
 
     async def _timed_purge(self, step: Step) -> tuple[list[Any], float, bool]:
         """The purge on the writer thread, in slices a waiting turn write can
@@ -354,16 +367,18 @@ class SqliteAdapter(SqlStorageAdapter):
 
     async def _on_writer(self, job: Callable[[sqlite3.Connection, list[Step]], T],
                          steps: list[Step], operation: str, report: Report | None = None,
-                         *, alone: bool = False) -> T:
+                         *, alone: bool = False, inline: bool = False) -> T:
         """``job`` on the writer thread, counted for the checkpoint policy and
-        inside a write span while tracing; ``alone``: in a transaction of its own."""
+        inside a write span while tracing; ``alone``: in a transaction of its
+        own; ``inline``: a memory write, which may run on the caller's thread
+        (see :mod:`.sqlite_worker`)."""
         self._count_write()
         tracer = telemetry.tracer()
         if tracer is None:
-            return await self.writer.run(job, steps, report=report, alone=alone)
+            return await self.writer.run(job, steps, report=report, alone=alone, inline=inline)
         with tracer.start_as_current_span(
                 "stm.storage.write", attributes=self._span_attributes(steps, operation)):
-            return await self.writer.run(job, steps, report=report, alone=alone)
+            return await self.writer.run(job, steps, report=report, alone=alone, inline=inline)
 
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on the reader once the WAL has grown by

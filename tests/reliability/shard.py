@@ -10,8 +10,8 @@ on stdin, answering one JSON line each on stdout:
   ``build_context`` of a turn in channel C and report each newer ``<vI>``
   marker seen in the other-channel memory, with the time it was first seen;
   ends after marker N;
-* ``{"op": "hammer", ...}``: many concurrent turns on one channel (see
-  :func:`hammer`);
+* ``{"op": "hammer", ...}``: many concurrent turns on one channel, or one
+  after another with ``"sequential": true`` (see :func:`hammer`);
 * ``{"op": "listener"}``: the listening connection's backend pid and stats;
 * ``{"op": "quit"}``.
 """
@@ -57,10 +57,14 @@ async def watch(stm: Stm, server: str, channel: str, last: int) -> None:
     say(event="watch_done", marker=seen)
 
 
-async def hammer(stm: Stm, server: str, channel: str, writers: int, tag: str) -> dict[str, Any]:
-    """``writers`` concurrent turns on one channel. Each records a turn on the
-    shared persona row (its counter must count every one exactly once) and
-    applies a tool call as a persona of its own (every one must persist)."""
+async def hammer(stm: Stm, server: str, channel: str, writers: int, tag: str,
+                 sequential: bool = False) -> dict[str, Any]:
+    """``writers`` concurrent turns on one channel (``sequential``: one after
+    another, so on SQLite each write may run inline and meets the other
+    processes' write locks alone). Each records a turn on the shared persona
+    row (its counter must count every one exactly once) and applies a tool
+    call as a persona of its own (every one must persist). SQLite's writer
+    statistics come back too (``writer``)."""
 
     async def one(i: int) -> tuple[int, bool, str]:
         history = [HistoryMessage(author_type="user", content=f"hello {tag}-{i}",
@@ -74,11 +78,23 @@ async def hammer(stm: Stm, server: str, channel: str, writers: int, tag: str) ->
         result = await stm.apply_tool_call(own, {"summary": f"note {tag}-{i}"})
         return recorded.counters["shared"], result.ok, result.message
 
-    results = await asyncio.gather(*(one(i) for i in range(writers)), return_exceptions=True)
+    results: list[tuple[int, bool, str] | BaseException]
+    if sequential:
+        results = []
+        for i in range(writers):
+            try:
+                results.append(await one(i))
+            except Exception as exc:
+                results.append(exc)
+    else:
+        results = await asyncio.gather(*(one(i) for i in range(writers)),
+                                       return_exceptions=True)
     errors = [repr(r) for r in results if isinstance(r, BaseException)]
     done = [r for r in results if not isinstance(r, BaseException)]
+    writer = getattr(stm.adapter, "writer", None)
     return {"counters": [c for c, _ok, _m in done],
-            "tool_failures": [m for _c, ok, m in done if not ok], "errors": errors}
+            "tool_failures": [m for _c, ok, m in done if not ok], "errors": errors,
+            "writer": attrs.asdict(writer.stats) if writer is not None else None}
 
 
 async def main(url: str) -> None:
@@ -106,7 +122,8 @@ async def main(url: str) -> None:
                 task.add_done_callback(tasks.discard)
             elif op == "hammer":
                 say(event="hammered", **await hammer(stm, cmd["server"], cmd["channel"],
-                                                     cmd["writers"], cmd["tag"]))
+                                                     cmd["writers"], cmd["tag"],
+                                                     cmd.get("sequential", False)))
             elif op == "listener":
                 listener = stm.listener
                 subscription = listener.subscription if listener is not None else None

@@ -139,8 +139,27 @@ async def test_every_connection_gets_the_pragmas(tmp_path: Path, synchronous: st
 
     try:
         assert adapter.reader is not None
-        for worker in (adapter.writer, adapter.reader):
-            assert await worker.run(pragmas, None) == ("wal", expected, 5000, 1)
+        assert await adapter.reader.run(pragmas, None) == ("wal", expected, 5000, 1)
+        # The writer waits for other processes' locks itself, so that an
+        # inline write's BEGIN IMMEDIATE never blocks its caller's loop.
+        assert adapter.writer.runs_inline
+        assert await adapter.writer.run(pragmas, None) == ("wal", expected, 0, 1)
+    finally:
+        await adapter.aclose()
+
+
+async def test_without_inline_writes_the_writer_keeps_sqlites_busy_timeout(
+        tmp_path: Path) -> None:
+    adapter = sqlite_adapter(tmp_path / "stm.db", Settings(sqlite_inline_writes=False))
+    await adapter.setup()
+    try:
+        assert not adapter.writer.runs_inline
+        assert await adapter.writer.run(
+            lambda conn, _: conn.execute("PRAGMA busy_timeout").fetchone()[0], None) == 5000
+        jobs = adapter.writer.stats.jobs
+        await adapter.capture(turn("c1"))
+        assert adapter.writer.stats.inline_jobs == 0
+        assert adapter.writer.stats.jobs == jobs + 1
     finally:
         await adapter.aclose()
 
