@@ -72,6 +72,7 @@ def per_unit(none: dict[str, int], some: dict[str, int], units: int) -> dict[str
 
 async def _host(side: str, units: int, record_only: bool = False) -> int:
     from bench import workload as w
+    from bench.floors_thread import InlineWriter
     from bench.scenarios_record import (
         Workload,
         host_turn_pair,
@@ -87,7 +88,8 @@ async def _host(side: str, units: int, record_only: bool = False) -> int:
     load.prepare(101 + WARM + units)  # every side makes the same Turns
     clock = ManualClock(w.EPOCH_MS)
     work = Path(tempfile.mkdtemp())
-    writer = await thread_writer(work / "floor.db", clock)
+    # stm writes a lone turn on the caller's thread: so does the floor.
+    writer = await thread_writer(work / "floor.db", clock, kind=InlineWriter)
     try:
         async with open_bench_store(sqlite_url(work / "stm.db"), clock) as stm:
             pair = await host_turn_pair(stm, clock, writer, load)

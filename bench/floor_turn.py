@@ -1,7 +1,8 @@
 """The floor of a whole host turn: write, then read back the prompt's memory.
 
-:class:`FloorTurn` writes a guild turn through :class:`~bench.floors_thread.ThreadWriter`
-(one hop, stm's SQL), keeps the returned row in a plain dict (its cache), and
+:class:`FloorTurn` writes a guild turn through a :class:`~bench.floors_thread.ThreadWriter`
+(stm's SQL, one hop) or an :class:`~bench.floors_thread.InlineWriter` (the same on
+the caller's thread), keeps the returned row in a plain dict (its cache), and
 renders the context with the hand-written build (:class:`~bench.floors.HandBuild`)
 over that dict. It is what a careful host would write for this one workload,
 with nothing configurable; stm's turn is ``record_turn`` + ``build_context``.

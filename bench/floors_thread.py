@@ -1,7 +1,12 @@
 """The write floors built on stm's own mechanism, minus stm.
 
+:class:`InlineWriter` runs the SQL below on the caller's own thread, one
+transaction per write and no hop at all, the way stm's SQLite adapter writes
+for a lone caller (``STM_SQLITE_INLINE_WRITES``); :class:`InlineToolWriter`
+does the same with the tool write.
+
 :class:`ThreadWriter` is stdlib ``sqlite3`` on one dedicated thread, the way
-stm's SQLite adapter writes, with nothing else: a caller puts a job on a
+stm's SQLite adapter writes under concurrent callers, with nothing else: a caller puts a job on a
 queue and awaits a future the thread settles with ``call_soon_threadsafe``
 (one hop per turn). The thread drains whatever is queued and commits it as
 one transaction, so with one caller at a time it commits every turn alone and
@@ -183,6 +188,49 @@ class ThreadWriter:
             self._thread = None
 
 
+class InlineWriter(ThreadWriter):
+    """:class:`ThreadWriter`'s SQL, pragmas and checkpoint policy on the
+    caller's thread: ``BEGIN IMMEDIATE``, the upserts, ``COMMIT``, no queue,
+    future or thread. The rare checkpoint tail the writer finishes itself
+    (past 16 MiB of WAL) runs before the next write, on the same thread.
+    While the loop has callbacks ready (the checkpoint's, on another
+    thread) it lets them run first, as stm's writer then hands its write to
+    its thread: writes that never suspend would starve them."""
+
+    _conn: sqlite3.Connection
+
+    def start(self) -> InlineWriter:
+        conn = connect(self.path)
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+        self._conn = conn
+        return self
+
+    async def write(self, rows: list[dict[str, Any]]) -> list[Any]:
+        if getattr(asyncio.get_running_loop(), "_ready", None):
+            await asyncio.sleep(0)
+        conn, sql = self._conn, self.sql
+        if self._writer_checkpoint.is_set():
+            self._writer_checkpoint.clear()
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = [self._upsert(conn, sql, p) for p in rows]
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        self._writes += 1
+        if self._writes % CHECKPOINT_CHECK_EVERY == 0:
+            self._maybe_checkpoint()
+        return result
+
+    async def close(self) -> None:
+        if self._checkpoint is not None:
+            await asyncio.wait([self._checkpoint])
+        self._conn.close()
+
+
 def _fail(futures: list[asyncio.Future[list[Any]]], exc: Exception) -> None:
     for future in futures:
         future.set_exception(exc)
@@ -228,6 +276,10 @@ class ThreadToolWriter(ThreadWriter):
         for statement in self.revision_sql:
             conn.execute(statement, params)
         return row
+
+
+class InlineToolWriter(InlineWriter, ThreadToolWriter):
+    """:class:`ThreadToolWriter`'s write on the caller's thread (see :class:`InlineWriter`)."""
 
 
 class RawAsyncpg:

@@ -4,8 +4,9 @@ stm's turn is what a host does each turn: ``record_turn`` then a warm
 ``build_context``. The peers do their equivalent (save the conversation
 state, read it back). Ratios are peer time / stm time: above 1, stm is faster.
 Beside them runs the floor of stm's turn on the same workload
-(:class:`~bench.floor_turn.FloorTurn`: stm's SQL on a dedicated thread, the
-hand-written build, the same texts): each peer's time over the floor's is the
+(:class:`~bench.floor_turn.FloorTurn`: stm's SQL on the caller's thread, as
+stm writes a lone turn, the hand-written build, the same texts): each peer's
+time over the floor's is the
 most stm could score against that peer without doing less work per turn.
 Database growth is measured after every channel has been written once, with
 the WAL checkpointed before each size reading.
@@ -25,6 +26,7 @@ from bench import workload as w
 from bench.config import RunConfig
 from bench.floor_turn import FloorTurn
 from bench.floors import FloorResult
+from bench.floors_thread import InlineWriter
 from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.peers import LangGraphSaver, OpenAISession, PeerUnavailable
 from bench.scenarios_build import as_floor_result, first_difference
@@ -113,7 +115,8 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
             str(cfg.workdir / "openai_default.db"), cfg.channels, synchronous=None))):
         if key.split("_")[0] in peers:
             peers[key] = await peer.open()
-    writer = await thread_writer(cfg.workdir / "peers_floor.db", clock)
+    # stm writes a lone turn on the caller's thread: so does its floor.
+    writer = await thread_writer(cfg.workdir / "peers_floor.db", clock, kind=InlineWriter)
     try:
         async with open_bench_store(sqlite_url(stm_path), clock) as stm:
             async def stm_turn(i: int) -> StmContext:
@@ -129,7 +132,7 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
             check = await _same_texts(stm_turn, floor_turn, cfg.channels)
             first = cfg.channels + 1
             scenarios: dict[str, Callable[[int], Awaitable[object]]] = {
-                "stm_host_turn_sqlite": stm_turn, "floor_thread_host_turn": floor_turn}
+                "stm_host_turn_sqlite": stm_turn, "floor_inline_host_turn": floor_turn}
             names = {"langgraph": "langgraph_saver_turn", "openai": "openai_session_turn",
                      "langgraph_default": "langgraph_saver_turn_sdk_default",
                      "openai_default": "openai_session_turn_sdk_default"}
@@ -158,7 +161,7 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
         for peer in peers.values():
             await peer.close()
 
-    ours, floor_stats = stats["stm_host_turn_sqlite"], stats["floor_thread_host_turn"]
+    ours, floor_stats = stats["stm_host_turn_sqlite"], stats["floor_inline_host_turn"]
     result: dict[str, Any] = {
         "vs_langgraph_saver": (ratio(stats["langgraph_saver_turn"], ours)
                                if "langgraph" in peers else None),
@@ -171,6 +174,8 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
         # Each peer over the floor of stm's turn: the most stm could score.
         "vs_peers_floor": {key: ratio(stats[names[key]], floor_stats)
                            for key in ("langgraph", "openai") if key in peers},
+        "vs_peers_floor_cpu": {key: cpu_ratio(stats[names[key]], floor_stats)
+                               for key in ("langgraph", "openai") if key in peers},
         "peers_floor_texts_equal": check,
         "vs_peers_across_cpus": {
             key: ratio(across[names[key]], across["stm_host_turn_sqlite"])

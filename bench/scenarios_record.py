@@ -21,7 +21,13 @@ from bench import workload as w
 from bench.config import RunConfig
 from bench.floor_turn import FloorTurn
 from bench.floors import FloorResult, RawPostgres, RawSqlite
-from bench.floors_thread import RawAsyncpg, ThreadToolWriter, ThreadWriter
+from bench.floors_thread import (
+    InlineToolWriter,
+    InlineWriter,
+    RawAsyncpg,
+    ThreadToolWriter,
+    ThreadWriter,
+)
 from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.scenarios_build import as_floor_result, first_difference
 from bench.stm_side import (
@@ -133,27 +139,31 @@ def floor_host_turn(floor: FloorTurn,
     return one
 
 
-async def thread_writer(path: Path, clock: ManualClock) -> ThreadWriter:
-    """A dedicated-thread floor on its own file, running the SQL stm compiled."""
+async def thread_writer(path: Path, clock: ManualClock, *,
+                        kind: type[ThreadWriter] = ThreadWriter) -> ThreadWriter:
+    """A write floor on its own file, running the SQL stm compiled: on a
+    dedicated thread, or with ``kind=InlineWriter`` on the caller's."""
     load = Workload(channels=1, server=w.server_id(499))
     async with open_bench_store(sqlite_url(path), clock) as stm:
         await stm_record(stm, clock, load)(0)  # creates the schema, compiles the statement
         sql = compiled_capture(stm, 1).sql
-    return ThreadWriter(str(path), sql).start()
+    return kind(str(path), sql).start()
 
 
-async def thread_tool_writer(path: Path, clock: ManualClock) -> ThreadToolWriter:
+async def thread_tool_writer(path: Path, clock: ManualClock, *,
+                             kind: type[ThreadToolWriter] = ThreadToolWriter
+                             ) -> ThreadToolWriter:
     """The tool-write floor on ``path``, running the SQL stm compiled for its
-    summary tool write (one call on a server of its own compiles it)."""
+    summary tool write (one call on a server of its own compiles it); with
+    ``kind=InlineToolWriter`` on the caller's thread."""
     load = Workload(channels=1, server=w.server_id(498))
     async with open_bench_store(sqlite_url(path), clock) as stm:
         result = await stm.apply_tool_call(load.fresh_turns(1)[0], {"summary": "compile"})
         if not result.ok:
             raise RuntimeError(f"the tool write did not run: {result.message}")
         sql = compiled_tool_write(stm)
-    floor = ThreadToolWriter(str(path), sql.upsert.sql,
-                             (sql.revision_insert.sql, sql.revision_trim.sql),
-                             {**sql.revision_insert.constants, **sql.revision_trim.constants})
+    floor = kind(str(path), sql.upsert.sql, (sql.revision_insert.sql, sql.revision_trim.sql),
+                 {**sql.revision_insert.constants, **sql.revision_trim.constants})
     floor.start()
     return floor
 
@@ -164,28 +174,37 @@ class HostTurns(NamedTuple):
     #: The floor ``theirs`` runs, every channel in its dict.
     floor: FloorTurn
     check: dict[str, Any]
+    #: The same floor on the inline writer, when one was given.
+    inline: Callable[[int], Awaitable[FloorResult]] | None = None
 
 
 async def host_turn_pair(stm: Stm, clock: ManualClock, writer: ThreadWriter,
-                         load: Workload) -> HostTurns:
+                         load: Workload, *, inline: ThreadWriter | None = None) -> HostTurns:
     """stm's host turn and the floor's on ``load.server`` (categories and render
     mode configured like the build scenario's server), every channel written
-    once, and the texts of one turn compared before anything is timed."""
+    once, and the texts of one turn compared before anything is timed; the
+    same floor on ``inline`` too (its texts compared as well)."""
     await seed_typical_server(stm, load.server, (), now_ms=w.EPOCH_MS,
                               render_mode="crude_summary")
-    floor = FloorTurn(writer, load.server, load.names, render_mode="crude_summary",
-                      now_ms=w.EPOCH_MS)
-    ours, theirs = stm_host_turn(stm, clock, load), floor_host_turn(floor, load)
+    floors = [FloorTurn(kind, load.server, load.names, render_mode="crude_summary",
+                        now_ms=w.EPOCH_MS) for kind in (writer, inline) if kind is not None]
+    ours = stm_host_turn(stm, clock, load)
+    theirs = [floor_host_turn(floor, load) for floor in floors]
     channels = len(load.channels)
     for i in range(channels):
         await ours(i)
-        await theirs(i)
-    got, want = as_floor_result(await ours(channels)), await theirs(channels)
-    check: dict[str, Any] = {"texts_equal": got == want, "items": len(got[0])}
-    if got != want:
-        check["difference"] = first_difference(got, want)
-        log.warning("host turn texts differ from the floor's: %s", check["difference"])
-    return HostTurns(ours, theirs, floor, check)
+        for turn in theirs:
+            await turn(i)
+    got = as_floor_result(await ours(channels))
+    wants = [await turn(channels) for turn in theirs]
+    check: dict[str, Any] = {"texts_equal": all(got == want for want in wants),
+                             "items": len(got[0])}
+    for want in wants:
+        if got != want:
+            check["difference"] = first_difference(got, want)
+            log.warning("host turn texts differ from the floor's: %s", check["difference"])
+    return HostTurns(ours, theirs[0], floors[0], check,
+                     theirs[1] if inline is not None else None)
 
 
 async def sqlite_ratios(cfg: RunConfig) -> dict[str, Any]:
@@ -208,9 +227,13 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
                          clock: ManualClock) -> dict[str, Any]:
     raw = await RawSqlite(str(cfg.workdir / "raw_record.db")).open()
     writer = await thread_writer(cfg.workdir / "floor_record.db", clock)
-    # The tool floor writes the rows the record floor writes, as stm's tool
+    inline = await thread_writer(cfg.workdir / "floor_inline_record.db", clock,
+                                 kind=InlineWriter)
+    # The tool floors write the rows the record floors write, as stm's tool
     # write lands on the rows its record_turn keeps.
     tool_writer = await thread_tool_writer(cfg.workdir / "floor_record.db", clock)
+    inline_tool = await thread_tool_writer(cfg.workdir / "floor_inline_record.db", clock,
+                                           kind=InlineToolWriter)
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "stm_record.db"), clock) as stm:
             failures: list[str] = []
@@ -226,20 +249,28 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
                 await tool_writer.write_summary(load.server, load.channel(i), w.USER_ID,
                                                 summaries[i % WINDOWS], w.EPOCH_MS + i * 1000)
 
+            async def inline_floor_tool(i: int) -> None:
+                await inline_tool.write_summary(load.server, load.channel(i), w.USER_ID,
+                                                summaries[i % WINDOWS], w.EPOCH_MS + i * 1000)
+
             async def raw_tool(i: int) -> None:
                 await raw.write_summary(load.server, load.channel(i), w.USER_ID,
                                         summaries[i % WINDOWS], w.EPOCH_MS + i * 1000)
 
-            stm_turn, floor_turn, _floor, check = await host_turn_pair(stm, clock, writer,
-                                                                      turn_load)
+            pair = await host_turn_pair(stm, clock, writer, turn_load, inline=inline)
+            stm_turn, floor_turn, check = pair.ours, pair.theirs, pair.check
+            assert pair.inline is not None
             stats = await interleave({
                 "stm_record_turn_sqlite": stm_record(stm, clock, load),
                 "floor_thread_record": raw_record(writer, load),
+                "floor_inline_record": raw_record(inline, load),
                 "raw_aiosqlite_record": raw_record(raw, load),
                 "stm_turn_sqlite": stm_turn,
                 "floor_thread_turn": floor_turn,
+                "floor_inline_turn": pair.inline,
                 "stm_tool_write_sqlite": stm_tool,
                 "floor_thread_tool_write": floor_tool,
+                "floor_inline_tool_write": inline_floor_tool,
                 "raw_aiosqlite_tool_write": raw_tool,
             }, rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup, placement="one_cpu")
             # Write and host turn again with every hop across CPUs, on fresh turns.
@@ -252,22 +283,33 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
                 first=turn_count(cfg, cfg.channels) + cfg.channels + 1)
     finally:
         await raw.close()
-        await writer.close()
-        await tool_writer.close()
+        for floor in (writer, inline, tool_writer, inline_tool):
+            await floor.close()
     stm_rec, floor_rec = stats["stm_record_turn_sqlite"], stats["floor_thread_record"]
     stm_turn_s, floor_turn_s = stats["stm_turn_sqlite"], stats["floor_thread_turn"]
     stm_tool_s, floor_tool_s = stats["stm_tool_write_sqlite"], stats["floor_thread_tool_write"]
+    inline_rec, inline_turn = stats["floor_inline_record"], stats["floor_inline_turn"]
+    inline_tool_s = stats["floor_inline_tool_write"]
     return {
         "record_ratio_sqlite": ratio(stm_rec, floor_rec),
         "record_cpu_ratio_sqlite": cpu_ratio(stm_rec, floor_rec),
         "turn_ratio_sqlite": ratio(stm_turn_s, floor_turn_s),
         "turn_cpu_ratio_sqlite": cpu_ratio(stm_turn_s, floor_turn_s),
+        # Against the same SQL run on the caller's thread, as stm runs a lone write.
+        "record_ratio_sqlite_inline": ratio(stm_rec, inline_rec),
+        "record_cpu_ratio_sqlite_inline": cpu_ratio(stm_rec, inline_rec),
+        "turn_ratio_sqlite_inline": ratio(stm_turn_s, inline_turn),
+        "turn_cpu_ratio_sqlite_inline": cpu_ratio(stm_turn_s, inline_turn),
+        "tool_write_ratio_sqlite_inline": ratio(stm_tool_s, inline_tool_s),
+        "tool_write_cpu_ratio_sqlite_inline": cpu_ratio(stm_tool_s, inline_tool_s),
         "turn_texts": check,
         "record_ratio_vs_aiosqlite": ratio(stm_rec, stats["raw_aiosqlite_record"]),
         "cpu_us_per_turn": stm_turn_s.cpu_us,
         "cpu_us_per_turn_floors": {
+            "floor_inline_turn": inline_turn.cpu_us,
             "floor_thread_turn": floor_turn_s.cpu_us,
             "stm_record_turn_sqlite": stm_rec.cpu_us,
+            "floor_inline_record": inline_rec.cpu_us,
             "floor_thread_record": floor_rec.cpu_us,
             "raw_aiosqlite_record": stats["raw_aiosqlite_record"].cpu_us},
         "across_cpus": {
@@ -387,7 +429,8 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "stm_concurrent.db"),
                                     clock) as stm:
-            stm_turn, floor_turn, _floor, _check = await host_turn_pair(stm, clock, writer, load)
+            pair = await host_turn_pair(stm, clock, writer, load)
+            stm_turn, floor_turn = pair.ours, pair.theirs
             runs = {"stm_turns": stm_turn, "floor_turns": floor_turn,
                     "stm_writes": stm_record(stm, clock, writes),
                     "floor_writes": raw_record(writer, writes)}

@@ -6,10 +6,12 @@ that: it records the turn, then builds, and the row it just wrote moves the
 other channels (one of them shown for the first time, a new block to
 convert). This scenario runs whole host turns (as ``turn_ratio_sqlite`` does)
 and reads the main thread's CPU time around each half: ``record_turn`` and
-the ``build_context`` after it for stm, the dedicated-thread write and the
-hand-written build over its own dict for the floor (``bench.floor_turn``).
-The writer threads run the same SQL on both sides and are not counted.
-Sides alternate in blocks of 25 turns, the order rotating each round.
+the ``build_context`` after it for stm, the write and the hand-written build
+over its own dict for the floor (``bench.floor_turn``). Both sides write a
+lone turn on the caller's thread (stm's inline write, the floor's
+:class:`~bench.floors_thread.InlineWriter`), so the write half counts the
+same SQL on both sides. Sides alternate in blocks of 25 turns, the order
+rotating each round.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from bench import workload as w
 from bench.config import RunConfig
 from bench.floor_turn import FloorTurn
+from bench.floors_thread import InlineWriter
 from bench.harness import prepared_set_aside
 from bench.scenarios_record import (
     WINDOWS,
@@ -51,7 +54,8 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
 
 async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
     clock = ManualClock(w.EPOCH_MS)
-    writer = await thread_writer(cfg.workdir / "split_floor.db", clock)
+    # stm writes a lone turn on the caller's thread: so does the floor.
+    writer = await thread_writer(cfg.workdir / "split_floor.db", clock, kind=InlineWriter)
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "split.db"), clock) as stm:
             pair = await host_turn_pair(stm, clock, writer, load)

@@ -78,13 +78,20 @@ def test_floors_do_the_same_work_and_report_cpu(
     # The whole-turn floor renders stm's texts, or turn_ratio_sqlite is meaningless.
     assert results["turn_texts"]["texts_equal"] is True, results["turn_texts"]
     floors = results["cpu_us_per_turn_floors"]
-    assert {"floor_thread_turn", "floor_thread_record"} <= set(floors)
+    assert {"floor_thread_turn", "floor_thread_record", "floor_inline_turn",
+            "floor_inline_record"} <= set(floors)
     assert all(v > 0 for v in floors.values()), floors
     assert results["cpu_us_per_turn"] > 0
     assert isinstance(results["bimodal_floors"], list)
-    for name in ("stm_turn_sqlite", "floor_thread_turn", "floor_thread_record"):
+    for name in ("stm_turn_sqlite", "floor_thread_turn", "floor_thread_record",
+                 "floor_inline_turn", "floor_inline_record", "floor_inline_tool_write"):
         stats = results["scenarios"][name]
         assert stats["cpu_us_per_turn"] > 0 and isinstance(stats["bimodal"], bool), name
+    # stm's lone writes run on the caller's thread: it is also compared with
+    # the floor that writes there.
+    for key in ("record_ratio_sqlite_inline", "turn_ratio_sqlite_inline",
+                "tool_write_ratio_sqlite_inline"):
+        assert results[key] > 0, key
     # The group-commit floor did batch: fewer commits than turns.
     concurrent = results["concurrent"]
     assert concurrent["floor_batches"] < 2 * concurrent["tasks"] * concurrent["turns_per_task"]
@@ -100,11 +107,12 @@ def test_peers_run_beside_the_floor_of_stms_turn(
     """The peers' floor renders stm's texts, so "peer ÷ floor" bounds what stm can score."""
     results, out, _ = tiny_run
     assert results["peers_floor_texts_equal"] is True
-    assert results["scenarios"]["floor_thread_host_turn"]["cpu_us_per_turn"] > 0
+    assert results["scenarios"]["floor_inline_host_turn"]["cpu_us_per_turn"] > 0
     ran = [peer for peer, key in (("langgraph", "vs_langgraph_saver"),
                                   ("openai", "vs_openai_session")) if results[key] is not None]
     assert sorted(results["vs_peers_floor"]) == sorted(ran)
     assert all(results["vs_peers_floor"][peer] > 0 for peer in ran)
+    assert sorted(results["vs_peers_floor_cpu"]) == sorted(ran)
     # The report's section comes with the peers (the bench extra installs them).
     section = "## Peers against stm and against the floor" in (out / "RESULTS.md").read_text(
         encoding="utf-8")

@@ -1,5 +1,6 @@
-"""The write floor keeps stm's checkpoint policy: its WAL stays bounded under
-writes that never pause, as stm's does, and it starts over."""
+"""The write floors keep stm's checkpoint policy: their WAL stays bounded under
+writes that never pause, as stm's does, and it starts over (on the thread
+and on the caller's thread alike)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import itertools
 import os
 from pathlib import Path
 
+import pytest
+
 from bench import workload as w
-from bench.floors_thread import ThreadWriter
+from bench.floors_thread import InlineWriter, ThreadWriter
 from bench.scenarios_record import thread_writer
 from stm_core.clock import ManualClock
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import CHECKPOINT_WAL_BYTES
@@ -17,9 +20,11 @@ from stm_plugins.sqlalchemy_storage.sqlite_adapter import CHECKPOINT_WAL_BYTES
 WRITES = 4000
 
 
-async def test_the_floors_wal_stays_bounded_and_starts_over(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", [ThreadWriter, InlineWriter])
+async def test_the_floors_wal_stays_bounded_and_starts_over(tmp_path: Path,
+                                                            kind: type[ThreadWriter]) -> None:
     path = tmp_path / "floor.db"
-    writer: ThreadWriter = await thread_writer(path, ManualClock(w.EPOCH_MS))
+    writer = await thread_writer(path, ManualClock(w.EPOCH_MS), kind=kind)
     body = "z" * 5000
     sizes = []
     try:
