@@ -206,7 +206,10 @@ class SqliteAdapter(SqlStorageAdapter):
         self.synchronous = settings.sqlite_synchronous.upper()
         self.writer = SqliteWorker(name="stm-sqlite-writer", label=target.label,
                                    connect=self._connect_writer, transactional=True,
-                                   inline=settings.sqlite_inline_writes)
+                                   # FULL syncs the log in every commit: milliseconds
+                                   # the event loop must not wait for.
+                                   inline=(settings.sqlite_inline_writes
+                                           and self.synchronous != "FULL"))
         self.reader: SqliteWorker | None = None
         if target.path is not None:
             self.reader = SqliteWorker(name="stm-sqlite-reader", label=target.label,

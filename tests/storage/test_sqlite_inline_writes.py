@@ -195,8 +195,11 @@ async def test_an_interrupt_inside_an_inline_job_leaves_no_transaction_open(
                      "created_at_ms) VALUES ('server', 'x', 1, 1, 1)")
         raise KeyboardInterrupt
 
+    jobs = adapter.writer.stats.jobs
+    await idle_loop()
     with pytest.raises(KeyboardInterrupt):
         await adapter.writer.run(interrupted, None, inline=True)
+    assert adapter.writer.stats.jobs == jobs  # it ran inline, not on the thread
     assert counter(tmp_path / "stm.db", "x") is None
     rows = await adapter.capture(turn("c1"))
     assert rows[0].turns_since_refresh == 1
@@ -206,8 +209,10 @@ async def test_a_report_that_raises_fails_the_inline_write(adapter: SqliteAdapte
     def report(ok: bool, value: object) -> None:
         raise RuntimeError("mirror broke")
 
+    await idle_loop()
     with pytest.raises(RuntimeError, match="mirror broke"):
         await adapter.writer.run(lambda conn, _: 1, None, inline=True, report=report)
+    assert adapter.writer.stats.inline_jobs == 1
 
 
 async def test_a_write_of_many_rows_goes_to_the_thread(adapter: SqliteAdapter) -> None:
@@ -277,6 +282,19 @@ async def test_a_journal_mode_whose_commits_wait_keeps_every_write_on_the_thread
         assert busy > 0
     finally:
         await worker.close()
+
+
+async def test_with_synchronous_full_every_write_goes_to_the_thread(tmp_path: Path) -> None:
+    """FULL syncs the log in every commit: the loop must not wait for the disk."""
+    adapter = sqlite_adapter(tmp_path / "full.db", Settings(sqlite_synchronous="FULL"))
+    await adapter.setup()
+    try:
+        assert not adapter.writer.runs_inline
+        await idle_loop()
+        await adapter.capture(turn("c1"))
+        assert adapter.writer.stats.inline_jobs == 0
+    finally:
+        await adapter.aclose()
 
 
 @pytest.mark.parametrize("raw", ["2", "maybe", "enabled"])
