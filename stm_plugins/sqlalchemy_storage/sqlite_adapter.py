@@ -1,9 +1,12 @@
 """SQLite storage on the stdlib ``sqlite3`` driver: one writer thread doing group
-commit, one reader thread (WAL lets it read while the writer writes).
+commit (a lone write runs on the caller's thread instead, see
+:mod:`.sqlite_worker`), one reader thread (WAL lets it read while the writer
+writes).
 
 Every connection sets ``journal_mode=WAL``, ``synchronous`` (NORMAL by default:
 durable across application crashes, the last commits may be lost on power
-loss; FULL via ``STM_SQLITE_SYNCHRONOUS``), ``busy_timeout=5000`` and
+loss; FULL via ``STM_SQLITE_SYNCHRONOUS``), ``busy_timeout=5000`` (the
+writer's is 0 while it may run writes on the caller's thread) and
 ``foreign_keys=ON``. Transactions are started explicitly (the driver's own
 transaction handling is off), writes with ``BEGIN IMMEDIATE`` so a write never
 fails half-way for a lock.
