@@ -296,6 +296,15 @@ def markdown(results: dict[str, Any]) -> str:
                   f"{_fmt(results.get('cpu_us_per_turn'))} µs; floors: "
                   + ", ".join(f"{k} {_fmt(v)} µs" for k, v in
                               (results.get("cpu_us_per_turn_floors") or {}).items()) + "."]
+    shares = [(what, share) for what, share in (
+        ("the sequential SQLite write scenarios", results.get("writes_inline_share")),
+        ("the peers' workload", results.get("peers_writes_inline_share")),
+        ("100 channels at once", (results.get("concurrent") or {}).get("writes_inline_share")))
+        if share is not None]
+    if shares:
+        lines += ["", "stm's writes run on the caller's thread (inline, no hop): "
+                  + ", ".join(f"{_fmt(100 * share)} % in {what}" for what, share in shares)
+                  + "; the rest went to the writer thread."]
     flagged = results.get("bimodal_floors") or []
     lines += ["", "Bimodal floors in this run: " + (", ".join(flagged) if flagged else
               "none") + " (block medians in two groups: the machine changed state; "

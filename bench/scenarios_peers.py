@@ -31,7 +31,7 @@ from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.peers import LangGraphSaver, OpenAISession, PeerUnavailable
 from bench.scenarios_build import as_floor_result, first_difference
 from bench.scenarios_record import WINDOWS, Workload, floor_host_turn, thread_writer
-from bench.stm_side import open_bench_store
+from bench.stm_side import inline_share, open_bench_store
 from bench.urls import sqlite_url
 from stm_core.clock import ManualClock
 from stm_core.models import StmContext
@@ -142,6 +142,7 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
             warmup = max(cfg.warmup, cfg.channels)
             stats = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,
                                      warmup=warmup, placement="one_cpu", first=first)
+            inline = inline_share(stm)
             after = first + warmup + cfg.rounds * cfg.turns
             # The same with every hop across CPUs (fresh turns: Turn memos start cold).
             across = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,
@@ -177,6 +178,7 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
         "vs_peers_floor_cpu": {key: cpu_ratio(stats[names[key]], floor_stats)
                                for key in ("langgraph", "openai") if key in peers},
         "peers_floor_texts_equal": check,
+        "peers_writes_inline_share": inline,
         "vs_peers_across_cpus": {
             key: ratio(across[names[key]], across["stm_host_turn_sqlite"])
             for key in ("langgraph", "openai") if key in peers},

@@ -85,6 +85,17 @@ class CountingAdapter:
         return counted
 
 
+def inline_share(stm: Stm) -> float | None:
+    """The share of the SQLite writer's jobs so far that ran on the caller's
+    thread (``None`` off SQLite): the scenarios show which path they measured."""
+    writer = getattr(stm.adapter, "writer", None)
+    if writer is None:
+        return None
+    stats = writer.stats
+    total = stats.jobs + stats.inline_jobs
+    return round(stats.inline_jobs / total, 3) if total else None
+
+
 def count_calls(stm: Stm) -> CountingAdapter:
     """Put a counting proxy between ``stm`` and its adapter."""
     proxy = CountingAdapter(stm.adapter)

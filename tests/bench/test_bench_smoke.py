@@ -92,6 +92,11 @@ def test_floors_do_the_same_work_and_report_cpu(
     for key in ("record_ratio_sqlite_inline", "turn_ratio_sqlite_inline",
                 "tool_write_ratio_sqlite_inline"):
         assert results[key] > 0, key
+    # The sequential scenarios did measure the inline path, the concurrent
+    # one the writer thread's group commit.
+    assert results["writes_inline_share"] > 0.5
+    assert results["peers_writes_inline_share"] > 0.5
+    assert results["concurrent"]["writes_inline_share"] < 0.5
     # The group-commit floor did batch: fewer commits than turns.
     concurrent = results["concurrent"]
     assert concurrent["floor_batches"] < 2 * concurrent["tasks"] * concurrent["turns_per_task"]
