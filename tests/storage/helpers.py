@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 
 from stm_core.hooks import Hooks
 from stm_core.models import CrudeMessage
@@ -12,11 +13,18 @@ from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.store import Stm
+from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
+from stm_plugins.sqlalchemy_storage.urls import parse_sqlite_url
 
 NOW = 1_767_225_600_000
 
 #: The root ``open_stm`` fixture: ``async with open_stm(url, **kwargs) as stm``.
 OpenStm = Callable[..., AbstractAsyncContextManager[Stm]]
+
+
+def sqlite_adapter(path: Path | str, settings: Settings | None = None) -> SqliteAdapter:
+    """A SQLite adapter on the file ``path`` (not set up)."""
+    return SqliteAdapter(parse_sqlite_url(f"sqlite:///{path}"), settings or Settings())
 
 
 def build_adapter(url: str, settings: Settings | None = None) -> StorageAdapter:

@@ -13,7 +13,6 @@ import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +25,8 @@ from stm_plugins.sqlalchemy_storage.sqlite_adapter import INLINE_MAX_ROWS, Sqlit
 from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker
 from stm_plugins.sqlalchemy_storage.urls import parse_sqlite_url
 
-from .helpers import NOW, turn
-from .test_sqlite_writer import sqlite_adapter, writer_paused
-
-
-@pytest.fixture
-async def adapter(tmp_path: Path) -> AsyncIterator[SqliteAdapter]:
-    adapter = sqlite_adapter(tmp_path / "stm.db")
-    await adapter.setup()
-    yield adapter
-    await adapter.aclose()
+from .helpers import NOW, sqlite_adapter, turn
+from .test_sqlite_writer import writer_paused
 
 
 async def idle_loop() -> None:

@@ -46,13 +46,13 @@ from .test_janitor_scattered import (
     seed_backlog,
     stored_keys,
 )
-from .test_sqlite_writer import adapter, wait_until_queued, writer_paused  # noqa: F401
+from .test_sqlite_writer import wait_until_queued, writer_paused
 
 PURGE = STATEMENTS["purge"]
 
 
 async def test_a_job_run_alone_gets_its_own_transaction_after_the_others(
-        adapter: SqliteAdapter) -> None:  # noqa: F811
+        adapter: SqliteAdapter) -> None:
     order: list[str] = []
 
     path = adapter.target.path
@@ -79,7 +79,7 @@ async def test_a_job_run_alone_gets_its_own_transaction_after_the_others(
     assert seen == 6  # queued first, it ran after the three turns' commit
 
 
-async def test_a_failing_job_run_alone_fails_only_itself(adapter: SqliteAdapter) -> None:  # noqa: F811
+async def test_a_failing_job_run_alone_fails_only_itself(adapter: SqliteAdapter) -> None:
     def boom(conn: sqlite3.Connection, _arg: None) -> None:
         conn.execute("INSERT INTO no_such_table VALUES (1)")
 
@@ -149,7 +149,7 @@ def test_a_batch_that_ends_with_a_full_slice_does_not_say_it_yielded(
 
 
 async def test_a_janitor_giving_way_at_every_slice_still_deletes_every_old_row(
-        adapter: SqliteAdapter, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+        adapter: SqliteAdapter, monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(300):
         await adapter.capture(turn(f"old{i}", now=NOW - 10_000))
     await adapter.capture(turn("fresh", now=NOW))
@@ -187,7 +187,7 @@ def test_the_reader_checkpoints_until_it_has_caught_up(tmp_path: Path) -> None:
 
 
 async def test_a_reader_that_caught_up_asks_the_writer_for_no_checkpoint(
-        adapter: SqliteAdapter, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+        adapter: SqliteAdapter, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[bool] = []
     monkeypatch.setattr(adapter.writer, "request_idle_checkpoint",
                         lambda *, even_if_busy=False: asked.append(even_if_busy))

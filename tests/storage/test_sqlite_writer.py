@@ -21,19 +21,7 @@ from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
 from stm_plugins.sqlalchemy_storage.urls import parse_sqlite_url
 
-from .helpers import NOW, turn
-
-
-def sqlite_adapter(path: Path | str, settings: Settings | None = None) -> SqliteAdapter:
-    return SqliteAdapter(parse_sqlite_url(f"sqlite:///{path}"), settings or Settings())
-
-
-@pytest.fixture
-async def adapter(tmp_path: Path) -> AsyncIterator[SqliteAdapter]:
-    adapter = sqlite_adapter(tmp_path / "stm.db")
-    await adapter.setup()
-    yield adapter
-    await adapter.aclose()
+from .helpers import NOW, sqlite_adapter, turn
 
 
 @contextlib.asynccontextmanager
