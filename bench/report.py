@@ -378,8 +378,10 @@ def _placement_section(r: dict[str, Any]) -> list[str]:
             "identical write floors measured 98 and 196 µs a write in one run. The table "
             "also has the same comparisons with the event loop's thread on one CPU and "
             "every other thread on the other (every hop a cross-CPU wake-up, as on a busy "
-            "host). stm makes one hop per write; the peers make more, which the second "
-            "placement charges them for.", "",
+            "host). A lone stm write makes no hop (it runs inline) and the dedicated-thread "
+            "floors one; the peers make more, which the second placement charges them for "
+            "(the `record_ratio_sqlite` and `turn_ratio_sqlite` rows divide by the "
+            "dedicated-thread floor).", "",
             "| metric | one CPU | across CPUs |", "|---|---:|---:|",
             *(f"| `{k}` | {_fmt(one)} | {_fmt(two)} |" for k, one, two in rows)]
 
