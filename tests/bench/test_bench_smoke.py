@@ -245,9 +245,11 @@ def test_a_host_turn_is_split_into_its_write_and_its_build(
     assert all(us > 0 for us in cpu.values())
     wall = results["turn_split_wall_us"]
     assert set(wall) == set(cpu)
-    # The write waits for the writer thread: its wall time is more than the
-    # main thread's CPU on both sides.
-    assert wall["stm_record"] > cpu["stm_record"] and wall["floor_write"] > cpu["floor_write"]
+    # Both sides write a lone turn on the main thread (stm inline, the inline
+    # floor): the main thread's CPU is read around a half that runs on it,
+    # so it never exceeds the half's wall time (beyond the clocks' rounding).
+    for half in cpu:
+        assert 0.9 * cpu[half] <= wall[half], half
     assert results["turn_split_texts_equal"] is True
     assert results["turn_split_build_cpu_ratio"] == round(cpu["stm_build"] / cpu["floor_build"],
                                                           3)
