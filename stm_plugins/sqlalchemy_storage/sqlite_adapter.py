@@ -325,15 +325,15 @@ class SqliteAdapter(SqlStorageAdapter):
             return []
         params, finish = self._capture_params(writes)
         compiled = self._capture or self._compile_capture()
+        inline = len(params) <= INLINE_MAX_ROWS
         if compiled.constants or telemetry.tracer() is not None:  # the general path
             return await self._write_reported([Step(compiled, p, Want.ONE) for p in params],
-                                              finish, report, "capture",
-                                              inline=len(params) <= INLINE_MAX_ROWS)
+                                              finish, report, "capture", inline=inline)
         # Every turn comes here: the upserts run straight, without steps.
         self._count_write()
         return await self.writer.run(_capture_job, (compiled.sql, params, finish),
                                      report=None if report is None else _teller(report),
-                                     inline=len(params) <= INLINE_MAX_ROWS)
+                                     inline=inline)
 
     def _compile_capture(self) -> Compiled:
         self._capture = self._upsert_statement("capture", capture_upsert)

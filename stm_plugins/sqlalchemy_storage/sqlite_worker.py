@@ -183,7 +183,7 @@ class SqliteWorker:
         try:
             # In this order: a job the thread finished is delivered before it
             # stops being pending, so an idle loop has also run its report.
-            if self._pending or not _loop_is_idle(loop):
+            if self._pending or not loop_is_idle(loop):
                 return False, None
             conn = self._conn
             if conn is None:  # the thread has ended; run() raises for that
@@ -196,13 +196,7 @@ class SqliteWorker:
                 ok, value = False, _storage_error(
                     exc, f"SQLite {self.label}: cannot start a write")
             else:
-                try:
-                    ok, value = self._job_and_commit(conn, fn, arg)
-                except BaseException:
-                    # KeyboardInterrupt and the like: no transaction stays open.
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
+                ok, value = self._job_and_commit(conn, fn, arg)
         finally:
             self._conn_lock.release()
         self.stats.inline_jobs += 1
@@ -255,7 +249,7 @@ class SqliteWorker:
             _deliver(loop, [(ready, False, error, None)])
             return
         try:
-            self._inline = self._inline_asked and self._commits_never_wait(conn)
+            self._inline = self._inline_asked and self._prepare_inline_jobs(conn)
         except sqlite3.Error as exc:
             conn.close()
             _deliver(loop, [(ready, False, _storage_error(
@@ -272,12 +266,13 @@ class SqliteWorker:
                 conn.close()
 
     @staticmethod
-    def _commits_never_wait(conn: sqlite3.Connection) -> bool:
-        """In WAL (or in memory), a transaction that began with ``BEGIN
-        IMMEDIATE`` never waits for another connection again: the
-        connection's ``busy_timeout`` is set to 0, so an inline job's
-        ``BEGIN IMMEDIATE`` never blocks its caller (``_begin`` waits on the
-        thread). Other journal modes keep the timeout and no inline jobs."""
+    def _prepare_inline_jobs(conn: sqlite3.Connection) -> bool:
+        """Whether inline jobs can run on ``conn``, setting it up for them. In
+        WAL (or in memory) a transaction begun with ``BEGIN IMMEDIATE`` never
+        waits for another connection again, so the connection's
+        ``busy_timeout`` is set to 0: an inline job's ``BEGIN IMMEDIATE`` then
+        never blocks its caller (``_begin`` waits on the thread). Other
+        journal modes keep the timeout and get no inline jobs (False)."""
         mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
         if mode not in _NO_WAIT_JOURNAL_MODES:
             return False
@@ -387,13 +382,17 @@ class SqliteWorker:
                         fn: Callable[[sqlite3.Connection, Any], Any],
                         arg: Any) -> tuple[bool, Any]:
         """A lone job in the transaction just begun, then its commit; a failure
-        rolls the transaction back. ``(ok, value or error)``."""
+        rolls the transaction back. ``(ok, value or error)``; an interrupt
+        (``BaseException``) rolls back too and propagates."""
         try:
             value = fn(conn, arg)
         except Exception as exc:
             self.stats.failed_jobs += 1
             self._undo_job(conn, False)
             return False, _storage_error(exc, f"SQLite {self.label}")
+        except BaseException:
+            self._undo_job(conn, False)  # no transaction stays open on the connection
+            raise
         error = self._commit_error(conn)
         return (True, value) if error is None else (False, error)
 
@@ -569,7 +568,7 @@ def _storage_error(exc: Exception, context: str) -> Exception:
     return exc
 
 
-def _loop_is_idle(loop: asyncio.AbstractEventLoop) -> bool:
+def loop_is_idle(loop: asyncio.AbstractEventLoop) -> bool:
     """No other callback is ready to run on ``loop`` (asyncio's own loops keep
     them in ``_ready``; a loop without it is never taken for idle)."""
     ready = getattr(loop, "_ready", None)

@@ -22,7 +22,7 @@ from stm_core.errors import ConfigurationError, StorageError
 from stm_core.settings import Settings
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import INLINE_MAX_ROWS, SqliteAdapter
-from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker
+from stm_plugins.sqlalchemy_storage.sqlite_worker import SqliteWorker, loop_is_idle
 from stm_plugins.sqlalchemy_storage.urls import parse_sqlite_url
 
 from .helpers import NOW, sqlite_adapter, turn
@@ -82,6 +82,21 @@ async def test_a_loop_with_other_callbacks_ready_hands_the_write_to_the_thread(
     await adapter.capture(turn("c1"))
     assert adapter.writer.stats.inline_jobs == inline
     assert adapter.writer.stats.jobs == jobs + 1
+
+
+def test_a_loop_that_does_not_say_what_is_ready_is_never_taken_for_idle() -> None:
+    """uvloop and other loops keep no ``_ready``: every write goes to the thread."""
+    class OtherLoop:
+        pass
+
+    assert loop_is_idle(OtherLoop()) is False  # type: ignore[arg-type]
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop_is_idle(loop) is True
+        loop.call_soon(lambda: None)
+        assert loop_is_idle(loop) is False
+    finally:
+        loop.close()
 
 
 async def test_a_write_waits_for_the_threads_pending_jobs(adapter: SqliteAdapter) -> None:
