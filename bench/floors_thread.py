@@ -47,6 +47,7 @@ from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
     WalGrowth,
     passive_checkpoint,
 )
+from stm_plugins.sqlalchemy_storage.sqlite_worker import loop_is_idle
 
 #: How often the WAL size is looked at (writes), as stm's adapter does.
 CHECKPOINT_CHECK_EVERY = 64
@@ -207,7 +208,7 @@ class InlineWriter(ThreadWriter):
         return self
 
     async def write(self, rows: list[dict[str, Any]]) -> list[Any]:
-        if getattr(asyncio.get_running_loop(), "_ready", None):
+        if not loop_is_idle(asyncio.get_running_loop()):
             await asyncio.sleep(0)
         conn, sql = self._conn, self.sql
         if self._writer_checkpoint.is_set():

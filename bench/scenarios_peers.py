@@ -31,7 +31,7 @@ from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.peers import LangGraphSaver, OpenAISession, PeerUnavailable
 from bench.scenarios_build import as_floor_result, first_difference
 from bench.scenarios_record import WINDOWS, Workload, floor_host_turn, thread_writer
-from bench.stm_side import inline_share, open_bench_store
+from bench.stm_side import inline_share, open_bench_store, writer_jobs
 from bench.urls import sqlite_url
 from stm_core.clock import ManualClock
 from stm_core.models import StmContext
@@ -140,9 +140,10 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
                 scenarios[names[key]] = peer.turn
             # Every channel (thread, session) exists before anything is timed.
             warmup = max(cfg.warmup, cfg.channels)
+            jobs = writer_jobs(stm)
             stats = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,
                                      warmup=warmup, placement="one_cpu", first=first)
-            inline = inline_share(stm)
+            inline = inline_share(stm, since=jobs)
             after = first + warmup + cfg.rounds * cfg.turns
             # The same with every hop across CPUs (fresh turns: Turn memos start cold).
             across = await interleave(scenarios, rounds=cfg.rounds, turns=cfg.turns,

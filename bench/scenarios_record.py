@@ -36,6 +36,7 @@ from bench.stm_side import (
     inline_share,
     open_bench_store,
     seed_typical_server,
+    writer_jobs,
 )
 from bench.urls import asyncpg_dsn, sqlite_url, stm_postgres_url
 from stm_core.clock import ManualClock
@@ -261,6 +262,7 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
             pair = await host_turn_pair(stm, clock, writer, turn_load, inline=inline)
             stm_turn, floor_turn, check = pair.ours, pair.theirs, pair.check
             assert pair.inline is not None
+            jobs = writer_jobs(stm)
             stats = await interleave({
                 "stm_record_turn_sqlite": stm_record(stm, clock, load),
                 "floor_thread_record": raw_record(writer, load),
@@ -274,7 +276,7 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
                 "floor_inline_tool_write": inline_floor_tool,
                 "raw_aiosqlite_tool_write": raw_tool,
             }, rounds=cfg.rounds, turns=cfg.turns, warmup=cfg.warmup, placement="one_cpu")
-            inline_writes = inline_share(stm)
+            inline_writes = inline_share(stm, since=jobs)
             # Write and host turn again with every hop across CPUs, on fresh turns.
             across = await interleave({
                 "stm_record_turn_sqlite": stm_record(stm, clock, load),
@@ -305,7 +307,7 @@ async def _sqlite_ratios(cfg: RunConfig, load: Workload, turn_load: Workload,
         "tool_write_ratio_sqlite_inline": ratio(stm_tool_s, inline_tool_s),
         "tool_write_cpu_ratio_sqlite_inline": cpu_ratio(stm_tool_s, inline_tool_s),
         "turn_texts": check,
-        # Of stm's writes in these scenarios (set-up included), those run inline.
+        # Of stm's timed writes in these scenarios, those run inline.
         "writes_inline_share": inline_writes,
         "record_ratio_vs_aiosqlite": ratio(stm_rec, stats["raw_aiosqlite_record"]),
         "cpu_us_per_turn": stm_turn_s.cpu_us,
@@ -438,13 +440,11 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
             runs = {"stm_turns": stm_turn, "floor_turns": floor_turn,
                     "stm_writes": stm_record(stm, clock, writes),
                     "floor_writes": raw_record(writer, writes)}
-            before = stm.adapter.writer.stats.inline_jobs  # type: ignore[attr-defined]
-            jobs = stm.adapter.writer.stats.jobs  # type: ignore[attr-defined]
+            jobs = writer_jobs(stm)
             for r in range(cfg.concurrent_runs):
                 for name in pair_order(r):
                     rates[name].append(await _throughput(runs[name], tasks, per_task))
-            inline = stm.adapter.writer.stats.inline_jobs - before  # type: ignore[attr-defined]
-            queued = stm.adapter.writer.stats.jobs - jobs  # type: ignore[attr-defined]
+            inline = inline_share(stm, since=jobs)
     finally:
         await writer.close()
     rate = {k: statistics.median(v[0] for v in vs) for k, vs in rates.items()}
@@ -465,7 +465,7 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
                        "write_ratios": [round(x, 3) for x in write_ratios],
                        "floor_batches": writer.batches,
                        # stm's writes of these runs that ran inline: a few, at most.
-                       "writes_inline_share": round(inline / max(1, inline + queued), 3)},
+                       "writes_inline_share": inline},
     }
 
 

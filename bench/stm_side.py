@@ -85,15 +85,27 @@ class CountingAdapter:
         return counted
 
 
-def inline_share(stm: Stm) -> float | None:
-    """The share of the SQLite writer's jobs so far that ran on the caller's
-    thread (``None`` off SQLite): the scenarios show which path they measured."""
+#: (jobs run inline, jobs run on the writer thread) of a SQLite store so far.
+WriterJobs = tuple[int, int]
+
+
+def writer_jobs(stm: Stm) -> WriterJobs:
+    """What :func:`inline_share` counts from (zeros off SQLite)."""
     writer = getattr(stm.adapter, "writer", None)
     if writer is None:
-        return None
-    stats = writer.stats
-    total = stats.jobs + stats.inline_jobs
-    return round(stats.inline_jobs / total, 3) if total else None
+        return 0, 0
+    return writer.stats.inline_jobs, writer.stats.jobs
+
+
+def inline_share(stm: Stm, since: WriterJobs = (0, 0)) -> float | None:
+    """The share of the SQLite writer's jobs since ``since`` (a
+    :func:`writer_jobs` reading) that ran on the caller's thread; ``None``
+    when there were none (or off SQLite). The scenarios show which path
+    they measured."""
+    inline, queued = (now - before for now, before in zip(writer_jobs(stm), since,
+                                                             strict=True))
+    total = inline + queued
+    return round(inline / total, 3) if total else None
 
 
 def count_calls(stm: Stm) -> CountingAdapter:
