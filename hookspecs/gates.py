@@ -17,12 +17,13 @@ class ToolGateSpecs:
         until the plugin set changes, so the answer must depend on the
         arguments only.
 
-        :param provider: the turn's LLM provider key (``"openai"``, ``"novelai"``...).
+        :param provider: the turn's LLM provider key exactly as the host wrote it
+            (``"openai"``, ``"novelai"``, ``"anthropic/claude-3-5-sonnet"``...).
         :param has_tools: the provider/model supports tool calls at all.
         :param stm_enabled: the server's short-term-memory capability switch.
         :param explicit_long_term_intent: the user asked for a long-term action.
-        :param model: the turn's model (``Turn.model``), or ``None`` when the host
-            did not say.
+        :param model: the turn's model (``Turn.model``, or the part after the
+            slash of a ``family/model`` key), or ``None`` when the host did not say.
 
             .. versionadded:: 0.2
         :return: ``False`` to deny (any ``False`` wins), ``True`` to allow, or

@@ -47,8 +47,11 @@ class ToolSchemaSpecs:
         serve several model families under one provider key (``bedrock`` and
         ``vertex`` with Claude models use the Anthropic format).
 
-        :param provider: the turn's provider key, trimmed and lower-cased.
-        :param model: the turn's model (``Turn.model``), or ``None``.
+        :param provider: the family of the turn's provider key
+            (:func:`stm_core.providers.provider_family`: trimmed, lower-cased,
+            without the model after a slash, ``"vertex_ai"`` read as ``"vertex"``).
+        :param model: the turn's model (``Turn.model``, or the part after the
+            slash of a ``family/model`` key), or ``None``.
         :return: a format key registered with :meth:`stm_register_tool_formats`,
             or ``None`` to leave the choice to the next plugin and then to the
             formats' ``providers``. Stops at the first non-None result; naming a

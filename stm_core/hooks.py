@@ -29,10 +29,12 @@ from stm_core.plugin_types import (
     VisibilityPolicy,
 )
 from stm_core.plugins import StmPluginManager
-from stm_core.tool.formats import normalize_provider, unknown_provider
+from stm_core.providers import normalize_provider, resolve_provider
+from stm_core.tool.formats import fallback_format
 
 T = TypeVar("T")
 log = logging.getLogger("stm.hooks")
+#: The format of a turn that names no provider.
 DEFAULT_TOOL_FORMAT = "openai"
 #: Answers kept per plugin set before the memo starts over: per-provider and
 #: per-model answers are keyed by names the host passes, which need not be few.
@@ -136,7 +138,8 @@ class Hooks:
         _, provider, has_tools, stm_enabled, explicit_long_term_intent, model = key
         return self._no_veto("stm_tool_available", dict(
             provider=provider, has_tools=has_tools, stm_enabled=stm_enabled,
-            explicit_long_term_intent=explicit_long_term_intent, model=model))
+            explicit_long_term_intent=explicit_long_term_intent,
+            model=resolve_provider(provider, model).model))
 
     def _no_veto(self, hook_name: str, kwargs: dict[str, Any]) -> bool:
         """A gate's verdict: any ``False`` wins. An answer that is not a bool
@@ -152,12 +155,14 @@ class Hooks:
     # -- phrasing --------------------------------------------------------------
     def nudge_template(self, provider: str, mode: str, model: str | None = None) -> str:
         return self._cached(("nudge", provider, mode, model), lambda: self._required_text(
-            self.pm.hook.stm_nudge_template(provider=provider, mode=mode, model=model),
+            self.pm.hook.stm_nudge_template(provider=provider, mode=mode,
+                                            model=resolve_provider(provider, model).model),
             "stm_nudge_template"))
 
     def tool_description(self, provider: str, mode: str, model: str | None = None) -> str:
         return self._cached(("tooldesc", provider, mode, model), lambda: self._required_text(
-            self.pm.hook.stm_tool_description(provider=provider, mode=mode, model=model),
+            self.pm.hook.stm_tool_description(provider=provider, mode=mode,
+                                              model=resolve_provider(provider, model).model),
             "stm_tool_description"))
 
     @staticmethod
@@ -205,27 +210,36 @@ class Hooks:
         return self._cached("toolformats", lambda: self._registry(
             "stm_register_tool_formats", lambda f: (f.key,), "tool format"))
 
-    def tool_format_for(self, provider: str, model: str | None = None) -> ToolFormat:
-        """The format of a provider and model: a plugin's ``stm_tool_format``
-        answer, else the format whose ``providers`` claims the provider, else
-        OpenAI's when no provider is given. An unknown provider is an
-        :class:`UnknownProvider` error, never a silent OpenAI declaration."""
-        def compute() -> ToolFormat:
-            formats = self.tool_formats()
-            key = normalize_provider(provider)
-            named = self.pm.hook.stm_tool_format(provider=key, model=model)
-            if named is not None:
-                if not isinstance(named, str) or named not in formats:
-                    raise PluginError(f"stm_tool_format named the tool format {named!r} for "
-                                      f"provider {key!r}, but no plugin registers it")
-                return formats[named]
-            claims = self.tool_format_claims()
-            if key in claims:
-                return claims[key]
-            if not key and DEFAULT_TOOL_FORMAT in formats:
-                return formats[DEFAULT_TOOL_FORMAT]
-            raise unknown_provider(provider, model, claims)
-        return self._cached(("toolformat", provider, model), compute)
+    def tool_format_for(self, provider: str, model: str | None = None, *,
+                        strict: bool = False) -> ToolFormat:
+        """The format of a provider and model (docs/host-guide.md, "The tool-format
+        rule"): a plugin's ``stm_tool_format`` answer for the key's family and
+        model, else the format whose ``providers`` claims the family, else
+        OpenAI's when no provider is given. A provider no rule knows gets the
+        fallback format with a warning, or :class:`UnknownProvider` when
+        ``strict`` (:func:`stm_core.tool.formats.fallback_format`)."""
+        found = self._cached(("toolformat", provider, model), self._tool_format, provider, model)
+        if found is None:
+            return fallback_format(provider, model, self.tool_formats(),
+                                   self.tool_format_claims(), strict=strict)
+        return found
+
+    def _tool_format(self, provider: str, model: str | None) -> ToolFormat | None:
+        formats = self.tool_formats()
+        key = resolve_provider(provider, model)
+        named = self.pm.hook.stm_tool_format(provider=key.family, model=key.model)
+        if named is not None:
+            if not isinstance(named, str) or named not in formats:
+                raise PluginError(f"stm_tool_format named the tool format {named!r} for "
+                                  f"provider {key.family!r}, but no plugin registers it")
+            return formats[named]
+        claims = self.tool_format_claims()
+        for claimed in (normalize_provider(provider), key.family):  # a claim of the whole key first
+            if claimed in claims:
+                return claims[claimed]
+        if not key.family and DEFAULT_TOOL_FORMAT in formats:
+            return formats[DEFAULT_TOOL_FORMAT]
+        return None
 
     def tool_format_claims(self) -> dict[str, ToolFormat]:
         """Provider key -> the format that claims it (``ToolFormat.providers``)."""

@@ -39,6 +39,7 @@ STM_PROMPT_BUDGET_TOKENS                        2000    tokens of the STM block 
 STM_MAX_STORED_LINE_LENGTH                      1000    chars kept per stored raw line (marked)
 STM_LONG_TERM_MEMORY_TOOL                       (none)  host's tool that saves a long-term memory
 STM_LONG_TERM_MEMORY_UPDATE_TOOL                (none)  host's tool that edits a long-term memory
+STM_STRICT_PROVIDERS                            0       an unknown provider key is an error
 =============================================== ======= =====================================
 """
 
@@ -227,6 +228,7 @@ RULES: dict[str, Rule] = {
     "long_term_memory_tool": Rule(var="STM_LONG_TERM_MEMORY_TOOL", kind="tool", optional=True),
     "long_term_memory_update_tool": Rule(var="STM_LONG_TERM_MEMORY_UPDATE_TOOL", kind="tool",
                                          optional=True),
+    "strict_providers": Rule(var="STM_STRICT_PROVIDERS", kind="flag"),
 }
 
 
@@ -294,6 +296,10 @@ class Settings:
     #: description name no long-term tool (DESIGN decision 15).
     long_term_memory_tool: str | None = attrs.field(default=None, validator=_in_range)
     long_term_memory_update_tool: str | None = attrs.field(default=None, validator=_in_range)
+    #: A turn whose provider no tool-format rule knows raises ``UnknownProvider``
+    #: from ``tool_schema`` instead of getting the ``"openai"`` format with a
+    #: warning (docs/host-guide.md, "The tool-format rule").
+    strict_providers: bool = attrs.field(default=False, validator=_in_range)
 
     #: Prompt-cache policy of servers that set none, and of direct messages
     #: (``None``: ``freshness``); see docs/concepts.md, "Prompt caches".

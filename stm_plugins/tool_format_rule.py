@@ -5,8 +5,14 @@ wins; the host's ``format=`` beats both).
 * ``bedrock``: Anthropic model ids (``anthropic.claude-...``, cross-region
   ``us.anthropic.claude-...`` and inference-profile ARNs naming one) take the
   Anthropic Messages format; other Bedrock models have no built-in format.
-* ``vertex``: Claude models take the Anthropic format, Gemini models (or no
-  model given) the Gemini format; other publishers' models have no built-in one.
+* ``vertex`` (LiteLLM's ``vertex_ai``): Claude models take the Anthropic
+  format, Gemini models (or no model given) the Gemini format; other
+  publishers' models have no built-in one.
+
+The provider is the key's family (``"bedrock/anthropic.claude-..."`` arrives
+as ``"bedrock"`` with the model after the slash; :mod:`stm_core.providers`).
+Bedrock's Converse API (LiteLLM's ``bedrock/converse/...``) takes a format
+stm does not build, so its models get no answer either.
 
 A model these rules do not know gets no answer, so the turn's provider is
 reported as unknown rather than given a format that its API would refuse.
@@ -25,7 +31,10 @@ def is_claude(model: str) -> bool:
 
 
 def bedrock_format(model: str | None) -> str | None:
-    return "anthropic" if model and "anthropic." in model.lower() else None
+    name = (model or "").lower()
+    if name.startswith("converse/"):
+        return None
+    return "anthropic" if "anthropic." in name else None
 
 
 def vertex_format(model: str | None) -> str | None:

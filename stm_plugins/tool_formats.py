@@ -15,11 +15,13 @@ from typing import Any
 from hookspecs import hookimpl
 from stm_core.plugin_types import ToolFormat, ToolSchema
 
-#: Providers whose API takes OpenAI Chat Completions declarations.
+#: Providers whose API takes OpenAI Chat Completions declarations (with
+#: LiteLLM's names of such providers: ``azure_ai``, ``nvidia_nim``, ...; its
+#: other spellings are read as these keys, see :mod:`stm_core.providers`).
 OPENAI_PROVIDERS = (
-    "openai", "azure", "azure-openai", "openrouter", "litellm", "groq", "mistral",
-    "deepseek", "xai", "together", "fireworks", "ollama", "vllm", "lmstudio",
-    "perplexity", "cerebras", "deepinfra",
+    "openai", "azure", "azure-openai", "azure_ai", "openrouter", "litellm", "groq",
+    "mistral", "deepseek", "xai", "together", "fireworks", "ollama", "vllm", "lmstudio",
+    "perplexity", "cerebras", "deepinfra", "nvidia_nim", "sambanova",
 )
 ANTHROPIC_PROVIDERS = ("anthropic", "claude", "anthropic-bedrock", "anthropic-vertex")
 GEMINI_PROVIDERS = ("google", "gemini", "google-genai", "google-ai", "aistudio")

@@ -14,8 +14,9 @@ from stm_core.cli.memory import resolve_where, where_options
 from stm_core.cli.output import emit, heading, plain
 from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only
 from stm_core.cli.state import CliState, run
-from stm_core.errors import ValidationError
+from stm_core.errors import UnknownProvider, ValidationError
 from stm_core.models import ContextItem, StmContext, Turn
+from stm_core.providers import provider_family
 from stm_plugins.novelai import PROVIDER as NOVELAI
 
 if TYPE_CHECKING:
@@ -54,14 +55,17 @@ def known_providers(hooks: Hooks) -> set[str]:
 
 
 def check_provider(provider: str, hooks: Hooks) -> None:
-    """A mistyped ``--provider`` would silently get the default tool format."""
-    if not provider:
+    """A mistyped ``--provider`` would get the fallback tool format: the command
+    refuses what the tool-format rule does not know (read as a host's key,
+    ``anthropic/claude-3-5-sonnet`` and ``vertex_ai`` included)."""
+    if not provider or provider_family(provider) == NOVELAI:
         return
-    known = known_providers(hooks)
-    if provider.lower() not in known:
-        allowed = ", ".join(sorted(known))
+    try:
+        hooks.tool_format_for(provider, None, strict=True)
+    except UnknownProvider:
+        allowed = ", ".join(sorted(known_providers(hooks)))
         raise ValidationError(f"unknown provider {provider!r}; known providers: {allowed}",
-                              field="provider", allowed=allowed)
+                              field="provider", allowed=allowed) from None
 
 
 def item_dict(item: ContextItem) -> dict[str, str]:

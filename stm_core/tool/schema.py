@@ -72,15 +72,17 @@ async def tool_schema(stm: Stm, turn: Turn, format: str | None) -> dict[str, Any
     available (gates closed, or already used this turn).
 
     Raises :class:`ValidationError` for an unknown ``format`` key (even on turns
-    where the tool is withheld: a typo is a host bug), and
-    :class:`~stm_core.errors.UnknownProvider` when no format is known for the
-    turn's provider and model and the tool would be offered (a provider without
-    tools, such as NovelAI, needs none).
+    where the tool is withheld: a typo is a host bug). A provider no format rule
+    knows gets the fallback format with a warning, or, under
+    ``Settings.strict_providers``, :class:`~stm_core.errors.UnknownProvider`
+    when the tool would be offered (a provider without tools, such as NovelAI,
+    needs no format).
     """
     explicit = None if format is None else registered_format(stm.hooks, format)
     if not await tool_available(stm, turn):
         return None
-    fmt = explicit or stm.hooks.tool_format_for(turn.provider, turn.model)
+    fmt = explicit or stm.hooks.tool_format_for(turn.provider, turn.model,
+                                                strict=stm.settings.strict_providers)
     profile = await stm.profile_for(turn.server_id)
     prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider, turn.model)
     return fmt.render(cached_tool_schema(profile, prompts))

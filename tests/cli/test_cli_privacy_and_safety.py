@@ -230,6 +230,10 @@ def test_context_refuses_an_unknown_provider(stm_cli: RunStm) -> None:
     assert "anthropic" in line and "openai" in line and "novelai" in line
     ok(stm_cli(*turn, "--provider", "Anthropic"))
     ok(stm_cli(*turn, "--provider", "novelai"))
+    # Keys as hosts write them (LiteLLM's routing prefixes and provider names).
+    ok(stm_cli(*turn, "--provider", "anthropic/claude-3-5-sonnet"))
+    ok(stm_cli(*turn, "--provider", "vertex_ai"))
+    ok(stm_cli(*turn, "--provider", "novelai/kayra"))
 
 
 async def test_verbose_logging_goes_to_stderr(stm_cli: RunStm, db_arg: str) -> None:

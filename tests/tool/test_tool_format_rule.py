@@ -1,6 +1,7 @@
 """Which tool format a turn gets: the host's ``format=``, then an
 ``stm_tool_format`` plugin, then the provider family; an unknown or mistyped
-provider is reported, never given the OpenAI format."""
+provider is reported (an error in strict mode, read here; the warning and
+fallback outside it are in test_provider_keys)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from stm_core.errors import PluginError, UnknownProvider, ValidationError
 from stm_core.hooks import Hooks
 from stm_core.models import Turn
 from stm_core.plugins import create_plugin_manager
+from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
 
 FAMILIES = [
@@ -52,14 +54,14 @@ def test_the_provider_family_picks_the_format(provider: str, model: str | None,
 def test_an_unknown_or_mistyped_provider_is_a_typed_error(provider: str, model: str | None,
                                                           hint: str) -> None:
     with pytest.raises(UnknownProvider) as caught:
-        hooks().tool_format_for(provider, model)
+        hooks().tool_format_for(provider, model, strict=True)
     assert hint in str(caught.value)
     assert isinstance(caught.value, ValidationError) and caught.value.field == "provider"
 
 
 def test_the_unknown_provider_error_reads_whole() -> None:
     with pytest.raises(UnknownProvider) as caught:
-        hooks().tool_format_for("antropic", "claude-x")
+        hooks().tool_format_for("antropic", "claude-x", strict=True)
     known = caught.value.allowed
     assert known is not None and known.split(", ") == sorted(known.split(", "))
     assert str(caught.value) == (
@@ -71,7 +73,7 @@ def test_the_unknown_provider_error_reads_whole() -> None:
 
 def test_a_far_provider_gets_no_guess_and_no_model_text() -> None:
     with pytest.raises(UnknownProvider) as caught:
-        hooks().tool_format_for("zzzz", None)
+        hooks().tool_format_for("zzzz", None, strict=True)
     assert str(caught.value).startswith("no tool format is known for provider 'zzzz'; pass ")
 
 
@@ -144,11 +146,14 @@ async def test_the_hosts_format_beats_every_rule(backend_url: str) -> None:
         assert explicit is not None and "input_schema" in explicit
 
 
-async def test_turns_that_get_no_tool_need_no_format(stm: Stm) -> None:
-    assert await stm.tool_schema(turn(provider="novelai")) is None
-    assert await stm.tool_schema(turn(provider="antropic", has_tools=False)) is None
-    with pytest.raises(UnknownProvider):
-        await stm.tool_schema(turn(provider="antropic"))
+async def test_turns_that_get_no_tool_need_no_format(backend_url: str) -> None:
+    strict = Settings(strict_providers=True)
+    async with open_store(backend_url, settings=strict, load_entrypoints=False) as stm:
+        assert await stm.tool_schema(turn(provider="novelai")) is None
+        assert await stm.tool_schema(turn(provider="novelai/kayra")) is None
+        assert await stm.tool_schema(turn(provider="antropic", has_tools=False)) is None
+        with pytest.raises(UnknownProvider):
+            await stm.tool_schema(turn(provider="antropic"))
 
 
 @pytest.mark.parametrize("bad", [123, ["openai"], {"key": "openai"}, "", "OPENAI"])

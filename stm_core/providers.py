@@ -1,0 +1,77 @@
+"""How stm reads a turn's provider key, as hosts write it (DESIGN decision 20).
+
+A key is a family (``"anthropic"``), a routing prefix with a model
+(``"anthropic/claude-3-5-sonnet"``, LiteLLM's and OpenRouter's convention), a
+LiteLLM provider name (``"vertex_ai"``) or a router (``"openrouter"``,
+``"litellm"``) whose model is ``Turn.model``. :func:`resolve_provider` turns it
+into the family stm's tool-format rule reads, and the model: ``Turn.model``,
+or the part after the slash when the host set none.
+
+Hooks that 0.1.0 had see the key exactly as the host wrote it (docs/hook-policy.md,
+"Provider keys"); a plugin that wants the family asks :func:`provider_family`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+
+#: LiteLLM's spellings of providers that stm knows by another name.
+LITELLM_SPELLINGS: dict[str, str] = {
+    "vertex_ai": "vertex",
+    "vertex_ai_beta": "vertex",
+    "together_ai": "together",
+    "fireworks_ai": "fireworks",
+    "hosted_vllm": "vllm",
+    "lm_studio": "lmstudio",
+    "ollama_chat": "ollama",
+    "litellm_proxy": "litellm",
+}
+
+#: Keys resolved per process before the memo starts over (hosts name them).
+_MEMO_ENTRIES = 4096
+
+
+@attrs.frozen(kw_only=True)
+class ProviderKey:
+    """A provider key as the host wrote it, and what stm reads in it."""
+
+    #: ``Turn.provider``, unchanged.
+    provider: str
+    #: The family: trimmed, lower-cased, without the model after a slash, with
+    #: LiteLLM's spelling of a known provider replaced (``"vertex_ai"`` is
+    #: ``"vertex"``). ``""`` when the host named no provider.
+    family: str
+    #: ``Turn.model``, or the part after the first slash of the key when unset.
+    model: str | None
+
+
+def normalize_provider(provider: str) -> str:
+    """Provider keys compare trimmed and lower-cased (``" OpenAI"`` is ``"openai"``)."""
+    return provider.strip().lower()
+
+
+@functools.lru_cache(maxsize=_MEMO_ENTRIES)
+def resolve_provider(provider: str, model: str | None = None) -> ProviderKey:
+    """The family and model of a turn's ``provider`` and ``model``.
+
+    >>> key = resolve_provider("anthropic/claude-3-5-sonnet")
+    >>> key.family, key.model
+    ('anthropic', 'claude-3-5-sonnet')
+    >>> resolve_provider("vertex_ai", "gemini-1.5-pro").family
+    'vertex'
+    >>> resolve_provider("openrouter/anthropic/claude-3-5-sonnet").model
+    'anthropic/claude-3-5-sonnet'
+    """
+    prefix, slash, rest = provider.strip().partition("/")
+    family = normalize_provider(prefix)
+    family = LITELLM_SPELLINGS.get(family, family)
+    if not model and slash:
+        model = rest.strip() or None
+    return ProviderKey(provider=provider, family=family, model=model or None)
+
+
+def provider_family(provider: str) -> str:
+    """The family of a provider key (see :func:`resolve_provider`)."""
+    return resolve_provider(provider).family
