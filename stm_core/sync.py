@@ -8,20 +8,27 @@ call one ``SyncStm`` at once; their calls interleave on the loop as
 concurrent tasks would. Exceptions are the async API's, re-raised in the
 calling thread.
 
+Like :func:`sqlite3.connect` or ``httpx.Client``, the store is open once
+``open_store_sync`` returns: use it in a ``with`` block, or keep it and call
+:meth:`SyncStm.close` at exit::
+
     with open_store_sync("sqlite+aiosqlite:///bot.db") as stm:
         ctx = stm.build_context(turn)
+
+    stm = open_store_sync("sqlite+aiosqlite:///bot.db")   # at start-up
+    ...
+    stm.close()                                            # at exit
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from concurrent.futures import Future
-from contextlib import AbstractAsyncContextManager, contextmanager
+import contextlib
+import warnings
+from collections.abc import Coroutine, Mapping, Sequence
+from types import TracebackType
 from typing import Any, TypeVar
 
-from stm_core.errors import StmError, StoreClosed
+from stm_core.errors import StoreClosed
 from stm_core.models import (
     HistoryMessage,
     PersonaResponse,
@@ -30,69 +37,66 @@ from stm_core.models import (
     ToolResult,
     Turn,
 )
-from stm_core.store import Stm, open_store
+from stm_core.store import Stm
+from stm_core.sync_admin import SyncAdmin
+from stm_core.sync_session import CLOSED_MESSAGE, SyncSession
+
+__all__ = ["SyncAdmin", "SyncStm", "open_store_sync"]
 
 T = TypeVar("T")
 
 
-class _LoopThread:
-    """An event loop running forever in a daemon thread of its own."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever,
-                                        name="stm-sync-loop", daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self._thread:
-            coro.close()
-            raise StmError("a SyncStm method was called from inside its own event loop "
-                           "(e.g. from a plugin); use the async store there")
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return future.result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join()
-        self.loop.close()
-
-
-class SyncAdmin:
-    """``stm.admin`` with blocking methods: each admin coroutine method,
-    called with the same arguments, waited for."""
-
-    def __init__(self, sync: SyncStm) -> None:
-        self._sync = sync
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._sync.store.admin, name)
-        if not asyncio.iscoroutinefunction(method):
-            raise AttributeError(f"stm.admin.{name} is not an admin call")
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._sync.run(method(*args, **kwargs))
-
-        call.__doc__ = method.__doc__
-        return call
-
-
 class SyncStm:
     """A store whose per-turn and admin calls block. Build it with
-    :func:`open_store_sync`; the async store is ``.store``."""
+    :func:`open_store_sync`; the async store is ``.store``. Close it with
+    :meth:`close` or by leaving a ``with`` block; a store never closed is
+    closed when it is garbage-collected, with a :class:`ResourceWarning`."""
 
-    def __init__(self, store: Stm, loop: _LoopThread) -> None:
-        self.store = store
-        self._loop = loop
-        self._closed = False
-        self.admin = SyncAdmin(self)
+    def __init__(self, session: SyncSession) -> None:
+        self._session = session
+        #: The admin calls (:class:`stm_core.admin.api.Admin`'s), blocking.
+        self.admin = SyncAdmin(session)
+
+    @property
+    def store(self) -> Stm:
+        """The async store underneath (for calls the facade does not wrap)."""
+        return self._session.store
+
+    @property
+    def closed(self) -> bool:
+        return self._session.closed
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of the store's on its loop and wait for it."""
-        if self._closed:
-            coro.close()
-            raise StoreClosed("this store is closed; open a new one with open_store_sync()")
-        return self._loop.run(coro)
+        return self._session.run(coro)
+
+    def close(self) -> None:
+        """Close the store and stop its loop thread. Idempotent, and safe from
+        any thread but the store's own loop; later calls raise
+        :class:`~stm_core.errors.StoreClosed`."""
+        self._session.close()
+
+    def __enter__(self) -> SyncStm:
+        if self._session.closed:
+            raise StoreClosed(CLOSED_MESSAGE)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        session = getattr(self, "_session", None)  # absent if __init__ never ran
+        if session is None or session.closed:
+            return
+        warnings.warn(f"unclosed {self!r}: call close() or use it in a with block",
+                      ResourceWarning, source=self, stacklevel=2)
+        with contextlib.suppress(Exception):  # nothing may escape __del__; it warned
+            session.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._session.closed else "open"
+        return f"<SyncStm {state}>"
 
     def build_context(self, turn: Turn) -> StmContext:
         return self.run(self.store.build_context(turn))
@@ -123,27 +127,9 @@ class SyncStm:
         """Run the janitor now; the number of rows it deleted."""
         return self.run(self.store.janitor.run_once())
 
-    def _mark_closed(self) -> None:
-        self._closed = True
 
-
-@contextmanager
-def open_store_sync(url: str | None = None, **kwargs: Any) -> Iterator[SyncStm]:
-    """:func:`stm_core.open_store` for synchronous code: same arguments, a
-    blocking :class:`SyncStm`. The store and its loop thread close on exit."""
-    loop = _LoopThread()
-    try:
-        manager: AbstractAsyncContextManager[Stm] = open_store(url, **kwargs)
-        store = loop.run(manager.__aenter__())
-    except BaseException:
-        loop.stop()
-        raise
-    sync = SyncStm(store, loop)
-    try:
-        yield sync
-    finally:
-        sync._mark_closed()
-        try:
-            loop.run(manager.__aexit__(None, None, None))
-        finally:
-            loop.stop()
+def open_store_sync(url: str | None = None, **kwargs: Any) -> SyncStm:
+    """:func:`stm_core.open_store` for synchronous code: same arguments, an
+    open, blocking :class:`SyncStm`. Close it with ``close()`` or use it as a
+    context manager (the store and its loop thread close on exit)."""
+    return SyncStm(SyncSession(url, kwargs))
