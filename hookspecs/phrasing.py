@@ -16,7 +16,8 @@ class PhrasingSpecs:
         :param provider: the LLM provider key.
         :param mode: ``"summary"`` or ``"category"``; in category mode the text
             should mention ``{category_labels}``.
-        :param model: the turn's model (``Turn.model``), or ``None``.
+        :param model: the turn's model (``Turn.model``, or the part after the
+            slash of a ``family/model`` key), or ``None``.
 
             .. versionadded:: 0.2
         :return: the template (macros such as ``{short_term_memory_tool}`` and
@@ -44,7 +45,8 @@ class PhrasingSpecs:
 
         :param provider: the LLM provider key.
         :param mode: ``"summary"`` or ``"category"``.
-        :param model: the turn's model (``Turn.model``), or ``None``.
+        :param model: the turn's model (``Turn.model``, or the part after the
+            slash of a ``family/model`` key), or ``None``.
 
             .. versionadded:: 0.2
         :return: the description template, or ``None``. Stops at the first

@@ -15,7 +15,9 @@ Bedrock's Converse API (LiteLLM's ``bedrock/converse/...``) takes a format
 stm does not build, so its models get no answer either.
 
 A model these rules do not know gets no answer, so the turn's provider is
-reported as unknown rather than given a format that its API would refuse.
+reported as unknown (a warning and the fallback format, or ``UnknownProvider``
+under ``STM_STRICT_PROVIDERS``) rather than silently given a format that its
+API would refuse.
 """
 
 from __future__ import annotations
