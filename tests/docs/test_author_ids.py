@@ -11,7 +11,6 @@ and in the Python files of examples/, whose ``author_type`` is or may be
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -52,7 +51,7 @@ def test_the_examples_are_found() -> None:
     calls = {where: history_messages(code) for where, code in SOURCES}
     with_calls = {where.split(":")[0] for where, found in calls.items() if found}
     assert {"README.md", "docs/host-guide.md", "docs/tutorials/host-in-5-minutes.md",
-            "examples/host-openai/host_loop.py"} <= with_calls
+            "examples/host-bots/host_loop.py"} <= with_calls
 
 
 @pytest.mark.parametrize(("where", "code"), SOURCES, ids=[where for where, _ in SOURCES])
