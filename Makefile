@@ -5,22 +5,27 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test demo lint typecheck bench bench-quick reliability mutate clean
+.PHONY: test docs demo lint typecheck bench bench-quick reliability mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "stm needs Python 3.11+")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,postgres]'
+	$(BIN)/python -m pip install --quiet -e '.[test,postgres,docs]'
 	touch $(STAMP)
 
 ## Run the demo: a bundled transcript replayed through the whole cycle on SQLite.
 demo: $(STAMP)
 	$(BIN)/stm demo
 
-## Run the whole test suite (lint and strict typing first).
-test: $(STAMP) lint typecheck
+## Run the whole test suite (lint, strict typing and the docs site first).
+test: $(STAMP) lint typecheck docs
 	$(BIN)/python -m pytest
+
+## Build the docs site into build/site/ in strict mode: a broken link or anchor,
+## or a page left out of the navigation, fails the build. Open build/site/index.html.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -37,7 +37,8 @@ async def call_model(messages: list[dict[str, Any]],
 async def handle_message(stm: Any, dialogue: list[dict[str, Any]], *, user_id: str,
                          user_name: str, channel_id: str, server_id: str | None) -> str:
     """One bot turn. ``dialogue`` is the channel's recent messages, oldest
-    first, ending with the user's new message."""
+    first, ending with the user's new message; a user's message carries the
+    author's id, which the host keeps and the model is not sent."""
     turn = Turn(
         user_id=user_id, channel_id=channel_id, server_id=server_id,
         persona_id="1", persona_lineage_id="1",
@@ -48,7 +49,8 @@ async def handle_message(stm: Any, dialogue: list[dict[str, Any]], *, user_id: s
     # 1. The short-term memory of this turn (never raises).
     ctx = await stm.build_context(turn)
     # 2. Splice it into the prompt at the configured dialogue depths.
-    messages = inject([{"role": "system", "content": SYSTEM_PROMPT}, *dialogue], ctx)
+    chat = [{key: m[key] for key in ("role", "content", "name") if key in m} for m in dialogue]
+    messages = inject([{"role": "system", "content": SYSTEM_PROMPT}, *chat], ctx)
     # 3. Offer the tool, unless stm says not to this turn.
     schema = await stm.tool_schema(turn)
     tools = [schema] if schema else []
@@ -66,9 +68,12 @@ async def handle_message(stm: Any, dialogue: list[dict[str, Any]], *, user_id: s
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
         reply = await call_model(messages, tools)
 
-    # 5. After replying: keep the channel's last lines and count the turn.
+    # 5. After replying: keep the channel's last lines and count the turn. The
+    #    author id of each user line is what lets a user's lines be exported
+    #    and forgotten later.
     history = [HistoryMessage(author_type="user" if m["role"] == "user" else "persona",
-                              content=m["content"], speaker_name=m.get("name"))
+                              content=m["content"], speaker_name=m.get("name"),
+                              author_id=m.get("author_id"))
                for m in dialogue]
     await stm.record_turn(turn, history, [PersonaResponse(
         content=reply["content"], persona_name="Tomori", persona_id="1",
@@ -82,7 +87,7 @@ async def converse(stm: Any) -> list[str]:
     answers = []
     for text in ["hi!", "I'm painting a mural", "teal or orange for the sky?",
                  "maybe both", "the sun will be orange", "what do you think?"]:
-        dialogue.append({"role": "user", "content": text, "name": "Alice"})
+        dialogue.append({"role": "user", "content": text, "name": "Alice", "author_id": "42"})
         answer = await handle_message(stm, dialogue[-10:], user_id="42", user_name="Alice",
                                       channel_id="1001", server_id="7")
         answers.append(answer)

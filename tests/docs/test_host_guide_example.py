@@ -12,7 +12,10 @@ from stm_core.store import Stm, open_store
 from . import host_example
 from .host_example import converse, main
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "host-guide.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+GUIDE = DOCS / "host-guide.md"
+#: Every setting's row: variable, field, default, allowed values, meaning.
+SETTINGS = DOCS / "settings.md"
 START, END = "# -- start host-example --\n", "# -- end host-example --\n"
 LIVE_KEY = MemoryKey.server("7", "1001", "1")
 
@@ -26,14 +29,14 @@ def test_the_guide_shows_this_exact_code() -> None:
     assert "```python\n" + example_source() + "```" in GUIDE.read_text(encoding="utf-8")
 
 
-def test_the_guide_lists_every_environment_variable() -> None:
-    guide = GUIDE.read_text(encoding="utf-8")
-    assert [name for name in ENV_VARS if f"`{name}`" not in guide] == []
+def test_the_settings_reference_lists_every_environment_variable() -> None:
+    reference = SETTINGS.read_text(encoding="utf-8")
+    assert [name for name in ENV_VARS if f"| `{name}` |" not in reference] == []
 
 
-def test_the_guide_gives_each_variable_its_checked_range() -> None:
+def test_the_settings_reference_gives_each_variable_its_checked_range() -> None:
     rows = {line.split(" | ")[0].strip("| `"): line
-            for line in GUIDE.read_text(encoding="utf-8").splitlines()
+            for line in SETTINGS.read_text(encoding="utf-8").splitlines()
             if line.startswith("| `")}
     assert [rule.var for rule in RULES.values()
             if f" | {rule.allowed} | " not in rows.get(rule.var, "")] == []
@@ -48,6 +51,7 @@ async def test_the_example_runs_a_conversation_through_the_store(stm: Stm) -> No
     assert live.summary == "Alice and Tomori talked about: what do you think?"
     assert live.turns_since_refresh == 1
     assert [m.content for m in live.messages][-2:] == ["what do you think?", "Sounds lovely!"]
+    assert [m.author_id for m in live.messages][-2:] == ["42", None]
     ctx = await stm.build_context(Turn(user_id="42", channel_id="1001", server_id="7",
                                        persona_id="1", persona_lineage_id="1"))
     assert any("talked about" in item.text for item in ctx.memory_items)

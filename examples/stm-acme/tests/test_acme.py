@@ -20,7 +20,8 @@ async def chat(stm: Stm, make_turn: MakeTurn, channel_id: str, text: str) -> Non
     """One exchange in a channel, recorded as a host would after the reply."""
     turn = make_turn(channel_id=channel_id)
     await stm.record_turn(
-        turn, [HistoryMessage(author_type="user", content=text, speaker_name="Alice")],
+        turn, [HistoryMessage(author_type="user", content=text, speaker_name="Alice",
+                              author_id=turn.user_id)],
         [PersonaResponse(content=f"Noted: {text}", persona_name="Assistant")])
 
 

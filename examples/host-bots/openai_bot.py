@@ -1,7 +1,9 @@
 """A small bot over the OpenAI SDK (Chat Completions) with stm's memory.
 
 Run it with ``OPENAI_API_KEY`` set: ``python openai_bot.py`` reads lines from
-standard input and prints each reply and what stm did.
+standard input (or says the sample lines) and prints each reply and what stm
+did. ``python openai_bot.py --offline`` needs no key: a scripted model answers
+on the SDK's own client (scripted.py).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import asyncio
 import sys
 from typing import Any
 
-from host_loop import Chat, ToolRunner, converse
+import scripted
+from host_loop import Chat, ToolRunner, converse, user_lines
 from openai import AsyncOpenAI
 
 from stm_core import open_store
@@ -36,12 +39,13 @@ def openai_chat(client: AsyncOpenAI, model: str) -> Chat:
     return chat
 
 
-async def main(url: str = "sqlite+aiosqlite:///bot.db", model: str = "gpt-4o-mini") -> None:
-    lines = [line.strip() for line in sys.stdin if line.strip()]
+async def main(*, offline: bool, url: str = "sqlite+aiosqlite:///bot.db",
+               model: str = "gpt-4o-mini") -> None:
+    client = scripted.openai_client() if offline else AsyncOpenAI()
     async with open_store(url) as stm:
-        await converse(stm, openai_chat(AsyncOpenAI(), model), lines, provider="openai",
+        await converse(stm, openai_chat(client, model), user_lines(), provider="openai",
                        tool_format="openai")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(offline="--offline" in sys.argv[1:]))

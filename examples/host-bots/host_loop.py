@@ -7,6 +7,7 @@ it in, offer the tool, apply the model's calls, record the window) around a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,18 @@ from stm_core.inject import inject
 ToolRunner = Callable[[str, Any], Awaitable[str]]
 #: One provider's chat: ``(messages, tools, run_tool) -> the reply's text``.
 Chat = Callable[[list[dict[str, Any]], list[dict[str, Any]], ToolRunner], Awaitable[str]]
+
+#: What Alice says when no lines come on standard input: on the sixth turn stm
+#: nudges the model to write its memory, and the seventh turn shows it.
+SAMPLE_LINES = ["hi!", "I'm painting a mural", "teal or orange for the sky?", "maybe both",
+                "the sun will be orange", "what do you think?", "thanks!"]
+
+
+def user_lines() -> list[str]:
+    """Alice's lines: standard input's, else (at a terminal, or when nothing
+    is piped in) the sample conversation."""
+    lines = [] if sys.stdin.isatty() else [line.strip() for line in sys.stdin if line.strip()]
+    return lines or SAMPLE_LINES
 
 
 @dataclass
@@ -72,11 +85,14 @@ async def take_turn(stm: Stm, turn: Turn, window: list[HistoryMessage], chat: Ch
 
 async def converse(stm: Stm, chat: Chat, user_lines: list[str], *, provider: str,
                    tool_format: str, window_size: int = 10) -> list[TurnReport]:
-    """Alice talks to Tomori in one channel; prints what stm did each turn."""
+    """Alice (user 42) talks to Tomori in one channel; prints what stm did
+    each turn. Each of Alice's lines carries her id, so that her words can be
+    exported and forgotten (``stm user export|forget 42``)."""
     window: list[HistoryMessage] = []
     reports = []
     for number, text in enumerate(user_lines, start=1):
-        window.append(HistoryMessage(author_type="user", content=text, speaker_name="Alice"))
+        window.append(HistoryMessage(author_type="user", content=text, speaker_name="Alice",
+                                     author_id="42"))
         turn = Turn(user_id="42", channel_id="1001", server_id="7", persona_id="1",
                     persona_lineage_id="1", bot_name="Tomori", triggerer_name="Alice",
                     provider=provider)

@@ -1,6 +1,7 @@
 """The same bot over the Anthropic SDK (Messages API) with stm's memory.
 
-Run it with ``ANTHROPIC_API_KEY`` set: ``python anthropic_bot.py``.
+Run it with ``ANTHROPIC_API_KEY`` set: ``python anthropic_bot.py``, or with no
+key: ``python anthropic_bot.py --offline`` (a scripted model, scripted.py).
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import asyncio
 import sys
 from typing import Any
 
+import scripted
 from anthropic import AsyncAnthropic
-from host_loop import Chat, ToolRunner, converse
+from host_loop import Chat, ToolRunner, converse, user_lines
 
 from stm_core import open_store
 
@@ -33,7 +35,7 @@ def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def anthropic_chat(client: AsyncAnthropic, model: str) -> Chat:
     async def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                    run_tool: ToolRunner) -> str:
-        sent = alternating(messages)
+        sent: list[Any] = alternating(messages)
         while True:
             extra: dict[str, Any] = {"tools": tools} if tools else {}
             response = await client.messages.create(model=model, max_tokens=1024,
@@ -49,13 +51,13 @@ def anthropic_chat(client: AsyncAnthropic, model: str) -> Chat:
     return chat
 
 
-async def main(url: str = "sqlite+aiosqlite:///bot.db",
+async def main(*, offline: bool, url: str = "sqlite+aiosqlite:///bot.db",
                model: str = "claude-3-5-haiku-latest") -> None:
-    lines = [line.strip() for line in sys.stdin if line.strip()]
+    client = scripted.anthropic_client() if offline else AsyncAnthropic()
     async with open_store(url) as stm:
-        await converse(stm, anthropic_chat(AsyncAnthropic(), model), lines,
+        await converse(stm, anthropic_chat(client, model), user_lines(),
                        provider="anthropic", tool_format="anthropic")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(offline="--offline" in sys.argv[1:]))
