@@ -17,6 +17,8 @@ import functools
 
 import attrs
 
+from stm_core.errors import ValidationError
+
 #: LiteLLM's spellings of providers that stm knows by another name.
 LITELLM_SPELLINGS: dict[str, str] = {
     "vertex_ai": "vertex",
@@ -52,7 +54,6 @@ def normalize_provider(provider: str) -> str:
     return provider.strip().lower()
 
 
-@functools.lru_cache(maxsize=_MEMO_ENTRIES)
 def resolve_provider(provider: str, model: str | None = None) -> ProviderKey:
     """The family and model of a turn's ``provider`` and ``model``.
 
@@ -63,7 +64,21 @@ def resolve_provider(provider: str, model: str | None = None) -> ProviderKey:
     'vertex'
     >>> resolve_provider("openrouter/anthropic/claude-3-5-sonnet").model
     'anthropic/claude-3-5-sonnet'
+
+    Raises :class:`~stm_core.errors.ValidationError` when ``provider`` is not
+    text or ``model`` neither text nor ``None``.
     """
+    if not isinstance(provider, str):
+        raise ValidationError(f"provider must be text (str), got {type(provider).__name__} "
+                              f"{provider!r}", field="provider", allowed="text")
+    if model is not None and not isinstance(model, str):
+        raise ValidationError(f"model must be text (str) or None, got {type(model).__name__} "
+                              f"{model!r}", field="model", allowed="text or None")
+    return _resolve(provider, model)
+
+
+@functools.lru_cache(maxsize=_MEMO_ENTRIES)
+def _resolve(provider: str, model: str | None) -> ProviderKey:
     prefix, slash, rest = provider.strip().partition("/")
     family = normalize_provider(prefix)
     family = LITELLM_SPELLINGS.get(family, family)

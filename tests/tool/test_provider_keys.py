@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from stm_core import hookimpl
-from stm_core.errors import ConfigurationError, UnknownProvider
+from stm_core.errors import ConfigurationError, UnknownProvider, ValidationError
 from stm_core.hooks import Hooks
 from stm_core.models import Turn
 from stm_core.plugins import create_plugin_manager
@@ -65,6 +65,19 @@ def test_a_key_resolves_to_its_family_and_model(provider: str, model: str | None
     key = resolve_provider(provider, model)
     assert key == ProviderKey(provider=provider, family=family, model=resolved)
     assert provider_family(provider) == family
+
+
+@pytest.mark.parametrize(("provider", "model", "field"), [
+    (123, None, "provider"), (None, None, "provider"), (["anthropic"], None, "provider"),
+    ("anthropic", 5, "model"), ("anthropic", ["claude"], "model"), (b"openai", None, "provider"),
+])
+def test_hostile_keys_are_validation_errors(provider: Any, model: Any, field: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        resolve_provider(provider, model)
+    assert caught.value.field == field
+    if field == "provider":
+        with pytest.raises(ValidationError):
+            provider_family(provider)
 
 
 @pytest.mark.parametrize(("provider", "model", "fmt"), [
