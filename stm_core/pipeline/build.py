@@ -7,9 +7,10 @@ The stages, in order (one module each)::
          -> mentions (every emitted text) -> budget -> depth (``finish``)
 
 Every turn runs them, in this one body: there is no second path. What they
-take from the plugin set (the converters, the render memo) is looked up once
-per plugin set (``plan``), a warm turn loads without a coroutine per read
-(``load.warm_load``), and the rows a turn showed before render from the memo.
+take from the plugin set (the converters, the token counters, the render
+memo) is looked up once per plugin set (``plan``), a warm turn loads without
+a coroutine per read (``load.warm_load``), and the rows a turn showed before
+render from the memo.
 The server's cache policy (``cache_policy``) decides ages and placement. The
 objects returned are handed out again while their texts are the same
 (``results``). Filters commute, so expiry runs before visibility (cheaper, and
@@ -105,7 +106,9 @@ async def build_context(stm: Stm, turn: Turn) -> StmContext:
 
         # Stage 9b: the prompt budget; a block over it is degraded.
         budget = profile.prompt_budget_tokens
-        count = hooks.token_counter(turn.provider)
+        count = plan.counters.get(turn.provider)
+        if count is None:
+            count = plan.token_counter(hooks, turn.provider)
         if not within_budget(budget, count, nudge, same, other):
             other, same, newest = _fit(budget, count, turn, profile, shown, now, order,
                                        nudge=nudge, same_body=same_body, plan=plan)

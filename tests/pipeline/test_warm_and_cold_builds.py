@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from hookspecs import hookimpl
 from stm_core.clock import ManualClock
 from stm_core.models import StmContext
-from stm_core.pipeline.plan import PLAN, make_plan
+from stm_core.pipeline.plan import MAX_PROVIDERS, PLAN, make_plan
 from stm_core.plugin_types import MentionConverter, VisibilityPolicy
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
@@ -387,3 +387,17 @@ async def test_a_new_plugin_set_gets_a_new_plan(open_stm: OpenStm) -> None:
         stm.pm.unregister(name="shout")
         assert stm.hooks.plugin_set_memo(PLAN, make_plan, stm.hooks) is not shouted
         assert await stm.build_context(make_turn()) == first
+
+
+async def test_the_plan_keeps_a_bounded_number_of_counters(open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        await write(stm, server_key("222"), summary="a plan")
+        first = await stm.build_context(make_turn())
+        plan = stm.hooks.plugin_set_memo(PLAN, make_plan, stm.hooks)
+        assert plan.counters == {"openai": stm.hooks.token_counter("openai")}
+        # Providers are the host's names: the plan starts over past its bound.
+        for n in range(MAX_PROVIDERS + 5):
+            ctx = await stm.build_context(make_turn(provider=f"provider-{n}"))
+            assert [i.text for i in ctx.memory_items] == [i.text for i in first.memory_items]
+        assert 0 < len(plan.counters) <= MAX_PROVIDERS
+        assert f"provider-{MAX_PROVIDERS + 4}" in plan.counters
