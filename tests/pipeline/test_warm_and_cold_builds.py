@@ -193,11 +193,12 @@ async def warm_and_cold(env: dict[str, Any], server: dict[str, Any],
     failures = Failures()
     logging.getLogger("stm.pipeline").addHandler(failures)
     try:
-        return await _warm_and_cold(clock, env, server, rows, turn_fields, opt_in,
-                                    policies, plugins)
+        builds = await _warm_and_cold(clock, env, server, rows, turn_fields, opt_in,
+                                      policies, plugins)
     finally:
         logging.getLogger("stm.pipeline").removeHandler(failures)
-        assert failures.messages == []
+    assert failures.messages == []
+    return builds
 
 
 async def _warm_and_cold(clock: ManualClock, env: dict[str, Any], server: dict[str, Any],
