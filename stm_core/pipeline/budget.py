@@ -47,52 +47,58 @@ def fit_budget(budget: int, count: TokenCounter, *, nudge: str | None,
     """The largest block that fits ``budget`` tokens, degraded in the order above."""
     same = render_same(same_body) if same_body is not None else None
     other, newest = render_other(entries, raw_lines) if entries else (None, None)
-    # No budget, or a counter whose count the texts' length bounds and a
-    # length that fits: nothing to count.
-    if budget <= 0 or (is_byte_bounded(count)
-                       and most_tokens(nudge) + most_tokens(same) + most_tokens(other)
-                       <= budget):
-        return Block(other=other, same=same, newest_other_ms=newest)
-    fixed = count(nudge) if nudge else 0
-    same_cost = count(same) if same else 0
-
-    def fits(other: str | None) -> bool:
-        return fixed + same_cost + (count(other) if other else 0) <= budget
-
-    if fits(other):
+    if within_budget(budget, count, nudge, same, other):
         return Block(other=other, same=same, newest_other_ms=newest)
     for raw in range(raw_lines - 1, -1, -1):
         other, newest = render_other(entries, raw)
-        if fits(other):
+        if within_budget(budget, count, nudge, same, other):
             return Block(other=other, same=same, newest_other_ms=newest)
     for kept in range(entries - 1, 0, -1):
         other, newest = render_other(kept, 0)
-        if fits(other):
+        if within_budget(budget, count, nudge, same, other):
             return Block(other=other, same=same, newest_other_ms=newest)
-    if same_body is None or fits(None):
+    if same_body is None or within_budget(budget, count, nudge, same, None):
         return Block(other=None, same=same, newest_other_ms=None)
-    return Block(other=None, newest_other_ms=None,
-                 same=_cut_to_fit(same_body, budget - fixed, count, render_same))
+
+    def fits(same: str) -> bool:
+        return within_budget(budget, count, nudge, same, None)
+
+    return Block(other=None, same=_cut_to_fit(same_body, fits, render_same),
+                 newest_other_ms=None)
 
 
-def most_tokens(text: str | None) -> int:
-    """The most tokens a byte-bounded counter can count in ``text``: its
-    UTF-8 length, found without encoding (a character takes at most 4 bytes)."""
-    if not text:
-        return 0
-    return len(text) if text.isascii() else 4 * len(text)
+def within_budget(budget: int, count: TokenCounter, nudge: str | None, same: str | None,
+                  other: str | None) -> bool:
+    """The nudge and a block's texts fit ``budget`` tokens. The one place
+    they are counted: with no budget nothing is; nor with a byte-bounded
+    counter when the texts' UTF-8 length (found without encoding: a
+    character takes at most 4 bytes) is within the budget."""
+    if budget <= 0:
+        return True
+    texts = (nudge, same, other)
+    most = 0
+    for text in texts:
+        if text:
+            most += len(text) if text.isascii() else 4 * len(text)
+    if most <= budget and is_byte_bounded(count):
+        return True
+    tokens = 0
+    for text in texts:
+        if text:
+            tokens += count(text)
+    return tokens <= budget
 
 
-def _cut_to_fit(body: str, room: int, count: TokenCounter,
+def _cut_to_fit(body: str, fits: Callable[[str], bool],
                 render: Callable[[str], str]) -> str | None:
-    """The rendering of the longest marked start of ``body`` within ``room``
-    tokens (binary search on its length), or ``None`` when nothing fits."""
+    """The rendering of the longest marked start of ``body`` that ``fits``
+    (binary search on its length), or ``None`` when nothing does."""
     # Some text besides the mark, or nothing at all.
     low, high, best = len(BUDGET_TRUNCATION_MARK) + 1, len(body) - 1, None
     while low <= high:
         length = (low + high) // 2
         text = render(cut(body, length, BUDGET_TRUNCATION_MARK))
-        if count(text) <= room:
+        if fits(text):
             best, low = text, length + 1
         else:
             high = length - 1

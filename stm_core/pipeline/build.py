@@ -6,18 +6,19 @@ The stages, in order (one module each)::
          -> render_other -> same_channel + nudge (turns with tools)
          -> mentions (every emitted text) -> budget -> depth (``finish``)
 
-The server's cache policy (``cache_policy``) decides ages and placement.
-
-The usual turn takes a fused path that does the same work in one function
-(``warm``); every other turn, and any turn that path declines, runs the
-stages. The objects returned are handed out again while their texts
-are the same (``results``). Filters commute, so expiry runs before visibility
-(cheaper, and no settings of a server whose rows all expired get loaded); the
-cap comes after both.
-Stages 2 to 6 run as one walk over the newest rows (``recent``), which ends
-at the cap: the cost does not grow with the number of channels.
-``build_context`` never raises: any error is logged and the empty fallback
-of the spec is returned.
+Every turn runs them, in this one body: there is no second path. What they
+take from the plugin set (the converters, the token counters, the render
+memo) is looked up once per plugin set (``plan``), a warm turn loads without
+a coroutine per read (``load.warm_load``), and the rows a turn showed before
+render from the memo.
+The server's cache policy (``cache_policy``) decides ages and placement. The
+objects returned are handed out again while their texts are the same
+(``results``). Filters commute, so expiry runs before visibility (cheaper, and
+no settings of a server whose rows all expired get loaded); the cap comes
+after both. Stages 2 to 6 run as one walk over the newest rows (``recent``),
+which ends at the cap: the cost does not grow with the number of channels.
+``build_context`` never raises: any error is logged and the empty fallback of
+the spec is returned.
 """
 
 from __future__ import annotations
@@ -26,19 +27,20 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from stm_core.expiry import is_expired
 from stm_core.models import StmContext, Turn
-from stm_core.pipeline.budget import fit_budget
+from stm_core.pipeline.budget import Block, fit_budget, within_budget
 from stm_core.pipeline.finish import finished_context
-from stm_core.pipeline.load import Loaded, load, warm_load
+from stm_core.pipeline.load import load, warm_load
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
+from stm_core.pipeline.plan import PLAN, BuildPlan, make_plan
 from stm_core.pipeline.recent import newest_visible
-from stm_core.pipeline.render_memo import new_render_memo
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
-from stm_core.pipeline.warm import warm_context
+from stm_core.plugin_types import TokenCounter
 from stm_core.profile import ServerProfile
-from stm_core.storage.records import DM_SERVER, MemoryKey, MemoryRecord, ServerSettings
+from stm_core.storage.records import DM_SERVER, MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
     from stm_core.store import Stm
@@ -55,68 +57,100 @@ async def build_context(stm: Stm, turn: Turn) -> StmContext:
     if user_id is None:
         return NO_USER_CONTEXT
     try:
+        # Stage 1: from the cache alone when it holds everything (no coroutine).
         loaded = warm_load(stm, turn, user_id)
-        if loaded is not None:
-            context = warm_context(stm, turn, loaded)
-            if context is not None:
-                return context
-        else:
+        if loaded is None:
             loaded = await load(stm, turn, user_id)
-        return await staged_build(stm, turn, user_id, loaded)
+        env = stm.settings
+        profile = loaded.profile
+        now = loaded.now_ms
+        hooks = stm.hooks
+        plan: BuildPlan = hooks.plugin_set_memo(PLAN, make_plan, hooks)
+
+        # Stages 2 to 6: the other-channel rows to show, newest first.
+        shown, servers = await newest_visible(stm, turn, loaded)
+        order = _category_order(stm, turn, profile, servers)
+
+        # Stage 7: every row shown, with the server's raw lines.
+        other: str | None = None
+        newest: int | None = None
+        if shown:
+            other, newest = _other_text(turn, profile, shown, now, order,
+                                        profile.crude_message_count, plan)
+
+        # Stage 8: the live row, its block and the nudge (turns with tools).
+        record: MemoryRecord | None = None
+        live: MemoryRecord | None = None
+        same_body: str | None = None
+        same: str | None = None
+        nudge: str | None = None
+        has_tools = turn.has_tools
+        if has_tools:
+            # From the view this turn loaded when it holds the row; else the
+            # store, which also knows rows a view lacks and keys with no row.
+            key = live_key(turn, user_id)
+            view = loaded.server if key.scope_kind == "server" else loaded.user.memories
+            record = view.records.get(key) if view is not None else None
+            if record is None:
+                record = await stm.live_record(key)
+            # Expired, it shows nothing and is not fresh; its counter still counts.
+            if record is not None and not is_expired(record, now, crude_ttl_ms=env.crude_ttl_ms,
+                                                     summary_ttl_ms=env.summary_ttl_ms):
+                live = record
+                same_body = live_body(profile, live, plan.memo)
+                if same_body is not None:
+                    same = _same_text(turn, same_body, plan)
+            nudge = nudge_text(stm, turn, profile, record)
+            if nudge is not None:
+                nudge = convert_mentions(nudge, turn, plan.converters)
+
+        # Stage 9b: the prompt budget; a block over it is degraded.
+        budget = profile.prompt_budget_tokens
+        count = plan.counters.get(turn.provider)
+        if count is None:
+            count = plan.token_counter(hooks, turn.provider)
+        if not within_budget(budget, count, nudge, same, other):
+            other, same, newest = _fit(budget, count, turn, profile, shown, now, order,
+                                       nudge=nudge, same_body=same_body, plan=plan)
+
+        # Stages 9 and 11: the items at their depths.
+        return finished_context(profile, env, now, other=other, same=same, nudge=nudge,
+                                newest_other_ms=newest, live=live, has_tools=has_tools)
     except Exception:
         log.exception("short-term memory context failed (server %s, channel %s); "
                       "returning the empty fallback", turn.server_id, turn.channel_id)
         return StmContext.error_fallback()
 
 
-async def staged_build(stm: Stm, turn: Turn, user_id: str, loaded: Loaded) -> StmContext:
-    """Stages 2 to 11 over what ``load`` read: every kind of turn."""
-    env = stm.settings
-    profile = loaded.profile
-    now = loaded.now_ms
-    crude_ttl, summary_ttl = env.crude_ttl_ms, env.summary_ttl_ms
-
-    shown, servers = await newest_visible(stm, turn, loaded)
-
-    hooks = stm.hooks
-    converters = hooks.mention_converters()
-    memo = hooks.plugin_set_memo("render", new_render_memo)
-    order = _category_order(stm, turn, profile, servers)
+def _fit(budget: int, count: TokenCounter, turn: Turn, profile: ServerProfile,
+         shown: list[MemoryRecord], now_ms: int, order: CategoryOrder, *, nudge: str | None,
+         same_body: str | None, plan: BuildPlan) -> Block:
+    """Stage 9b over budget: the block degraded until it fits (``budget``)."""
 
     def render_other(kept: int, raw_lines: int) -> tuple[str | None, int | None]:
-        text, newest = render_other_channels(turn, profile, shown[:kept], now, order,
-                                             crude_count=raw_lines, memo=memo)
-        return (convert_mentions(text, turn, converters) if text else None), newest
+        return _other_text(turn, profile, shown[:kept], now_ms, order, raw_lines, plan)
 
     def render_same(body: str) -> str:
-        return convert_mentions(wrap_same_channel(turn, body), turn, converters)
+        return _same_text(turn, body, plan)
 
-    same_body: str | None = None
-    nudge: str | None = None
-    record = None
-    if turn.has_tools:
-        record = await _live_record(stm, loaded, live_key(turn, user_id))
-        same_body = live_body(profile, record, now, crude_ttl_ms=crude_ttl,
-                              summary_ttl_ms=summary_ttl, memo=memo)
-        nudge = nudge_text(stm, turn, profile, record)
-        if nudge is not None:
-            nudge = convert_mentions(nudge, turn, converters)
-    block = fit_budget(profile.prompt_budget_tokens, stm.hooks.token_counter(turn.provider),
-                       nudge=nudge, render_other=render_other, entries=len(shown),
-                       raw_lines=profile.crude_message_count, same_body=same_body,
-                       render_same=render_same)
-
-    return finished_context(profile, env, now, other=block.other, same=block.same,
-                            nudge=nudge, newest_other_ms=block.newest_other_ms,
-                            record=record, has_tools=turn.has_tools)
+    return fit_budget(budget, count, nudge=nudge, render_other=render_other,
+                      entries=len(shown), raw_lines=profile.crude_message_count,
+                      same_body=same_body, render_same=render_same)
 
 
-async def _live_record(stm: Stm, loaded: Loaded, key: MemoryKey) -> MemoryRecord | None:
-    """The live row: from the view this turn already loaded when it holds the
-    row, else through the store (which also knows rows the view lacks)."""
-    view = loaded.server if key.scope_kind == "server" else loaded.user.memories
-    record = view.records.get(key) if view is not None else None
-    return record if record is not None else await stm.live_record(key)
+def _other_text(turn: Turn, profile: ServerProfile, rows: list[MemoryRecord], now_ms: int,
+                order: CategoryOrder, raw_lines: int, plan: BuildPlan
+                ) -> tuple[str | None, int | None]:
+    """Stages 7 and 10: the other channels' text (``None`` when empty) and
+    the newest update it shows."""
+    text, newest = render_other_channels(turn, profile, rows, now_ms, order,
+                                         crude_count=raw_lines, memo=plan.memo)
+    return (convert_mentions(text, turn, plan.converters) if text else None), newest
+
+
+def _same_text(turn: Turn, body: str, plan: BuildPlan) -> str:
+    """Stages 8 and 10: the same-channel block around ``body``."""
+    return convert_mentions(wrap_same_channel(turn, body), turn, plan.converters)
 
 
 def _category_order(stm: Stm, turn: Turn, profile: ServerProfile,

@@ -1,14 +1,13 @@
 """Stages 9 and 11: what a build shows, as the context at its depths.
 
-Both builds end here, the stages (``build``) and the warm path (``warm``):
-the items in their order (other channels, then the same channel), the nudge,
-and the depths under the server's cache policy (``cache_policy``): a block
-whose newest memory is fresh moves closer to the dialogue (``depth``).
+The build ends here: the items in their order (other channels, then the same
+channel), the nudge, and the depths under the server's cache policy
+(``cache_policy``): a block whose newest memory is fresh moves closer to the
+dialogue (``depth``).
 """
 
 from __future__ import annotations
 
-from stm_core.expiry import is_expired
 from stm_core.models import ContextItem, StmContext
 from stm_core.pipeline.cache_policy import base_memory_depth, nudge_depth
 from stm_core.pipeline.depth import resolve_memory_depth
@@ -20,11 +19,12 @@ from stm_core.storage.records import MemoryRecord
 
 def finished_context(profile: ServerProfile, env: Settings, now_ms: int, *,
                      other: str | None, same: str | None, nudge: str | None,
-                     newest_other_ms: int | None, record: MemoryRecord | None,
+                     newest_other_ms: int | None, live: MemoryRecord | None,
                      has_tools: bool) -> StmContext:
     """The context of the texts a build emits (``other``, ``same``: shown when
     not empty; ``nudge``: an item whenever given), ``newest_other_ms`` being the
-    newest other-channel memory shown and ``record`` the live row."""
+    newest other-channel memory shown and ``live`` the live row while it has
+    not expired."""
     items: tuple[ContextItem, ...]
     if other:
         other_item = context_item(other, "other_channels")
@@ -37,9 +37,8 @@ def finished_context(profile: ServerProfile, env: Settings, now_ms: int, *,
         newest = newest_other_ms
         # The live row counts even when it holds raw lines only: every bot turn
         # refreshes it, so freshness tracks the last turn the bot took part in.
-        if record is not None and not is_expired(record, now_ms, crude_ttl_ms=env.crude_ttl_ms,
-                                                 summary_ttl_ms=env.summary_ttl_ms):
-            newest = max(newest or 0, record.updated_at_ms)
+        if live is not None:
+            newest = max(newest or 0, live.updated_at_ms)
         # Freshness is only computed inside the tools branch (reference §6), and
         # only matters when there is a block to move; a stable block never moves.
         if items and not profile.stable:

@@ -29,10 +29,9 @@ class Loaded:
     user: UserView
     #: The current server's server-scope rows; ``None`` in a DM.
     server: MemoryView | None
-
-    @property
-    def opt_in(self) -> bool:
-        return self.user.prefs.crossserver_opt_in
+    #: The user's cross-server opt-in (``user.prefs``), read by several
+    #: stages: a field, not a property that reads three objects each time.
+    opt_in: bool
 
 
 def warm_load(stm: Stm, turn: Turn, user_id: str) -> Loaded | None:
@@ -42,7 +41,8 @@ def warm_load(stm: Stm, turn: Turn, user_id: str) -> Loaded | None:
     if warm is None:
         return None
     profile, user, server = warm
-    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server)
+    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server,
+                  opt_in=user.prefs.crossserver_opt_in)
 
 
 async def load(stm: Stm, turn: Turn, user_id: str) -> Loaded:
@@ -53,4 +53,5 @@ async def load(stm: Stm, turn: Turn, user_id: str) -> Loaded:
     profile = await stm.profile_for(server_id)
     user = await stm.user_view(user_id)
     server = await stm.server_memories(server_id) if server_id is not None else None
-    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server)
+    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server,
+                  opt_in=user.prefs.crossserver_opt_in)

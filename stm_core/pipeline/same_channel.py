@@ -9,12 +9,12 @@ the live dialogue already holds them.
 * Summary mode: the summary wins over stale categories (DESIGN decision 2);
   without a summary, the categories show with humanised slugs.
 
-An expired row, or one with nothing to show, renders nothing.
+An expired row (the build passes none), or one with nothing to show, renders
+nothing.
 """
 
 from __future__ import annotations
 
-from stm_core.expiry import is_expired
 from stm_core.last_made import LastMade
 from stm_core.models import Turn
 from stm_core.pipeline.render_memo import RenderMemo, recall, remember
@@ -48,14 +48,13 @@ def same_channel_body(record: MemoryRecord, profile: ServerProfile) -> str | Non
     return "\n".join(lines) if lines else None
 
 
-def live_body(profile: ServerProfile, record: MemoryRecord | None, now_ms: int, *,
-              crude_ttl_ms: int, summary_ttl_ms: int,
+def live_body(profile: ServerProfile, record: MemoryRecord | None,
               memo: RenderMemo | None = None) -> str | None:
-    """The body of the same-channel block, or ``None`` when it renders nothing.
+    """The body of the same-channel block of the live row (``record``, while
+    it has not expired), or ``None`` when it renders nothing.
     With a ``memo``, a body rendered before for the same row and profile is
-    not rendered again (expiry is checked on every call)."""
-    if record is None or is_expired(record, now_ms, crude_ttl_ms=crude_ttl_ms,
-                                    summary_ttl_ms=summary_ttl_ms):
+    not rendered again."""
+    if record is None:
         return None
     if memo is None:
         return same_channel_body(record, profile)
