@@ -43,7 +43,7 @@ LAZY_COMMANDS = {
     "janitor": "stm_core.cli.maintenance:janitor",
     "db": "stm_core.cli.maintenance:db",
     "config": "stm_core.cli.maintenance:config",
-    "plugins": "stm_core.cli_plugins:plugins",
+    "plugins": "stm_core.cli.plugins:plugins",
     "demo": "stm_core.demo.command:demo",
 }
 

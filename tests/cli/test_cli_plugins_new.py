@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from stm_core.cli.scaffold import PluginNames, parse_concerns, render_files, write_plugin
 from stm_core.errors import ValidationError
-from stm_core.plugin_scaffold import PluginNames, parse_concerns, render_files, write_plugin
 
 from .conftest import stm_executable
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from stm_core import dist_scan
-from stm_core.plugin_loader import discover_entry_points
-from stm_core.plugins import stm_version
+from stm_core.plugins import dist_scan, stm_version
+from stm_core.plugins.loader import discover_entry_points
 
 GROUP = "stm_scan_test_group"
 

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from hookspecs import hookimpl
-from stm_core.cli_plugins import plugins as plugins_command
-from stm_core.introspect import PluginStatus, describe_plugins
-from stm_core.plugin_loader import PluginKind
+from stm_core.cli.plugins import plugins as plugins_command
 from stm_core.plugins import create_plugin_manager
+from stm_core.plugins.introspect import PluginStatus, describe_plugins
+from stm_core.plugins.records import PluginKind
 
 from .conftest import FakeSite
 from .sources import GATE_PLUGIN, RAISING_PLUGIN, RENDER_PLUGIN, UNKNOWN_HOOK_PLUGIN

@@ -18,7 +18,7 @@ import attrs
 import pytest
 
 from stm_core.errors import ConfigurationError
-from stm_core.plugin_loader import STRICT_ENV, TRACE_ENV, env_flag
+from stm_core.plugins.records import STRICT_ENV, TRACE_ENV, env_flag
 from stm_core.settings import ENV_VARS, RULES, Rule, Settings
 from tests.cli.conftest import clean_env, stm_executable
 

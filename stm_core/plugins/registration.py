@@ -5,13 +5,13 @@ command) calls :func:`create_plugin_manager`. The order is fixed:
 
 1. the hookspecs;
 2. the built-in plugins (``DEFAULT_PLUGINS``), by the same path as any other;
-3. the ``stm`` entry points, tolerantly (see :mod:`stm_core.plugin_loader`);
+3. the ``stm`` entry points, tolerantly (see :mod:`stm_core.plugins.loader`);
 4. plugins the host passes in code, which are called first (pluggy calls the
    most recently registered implementation first).
 
 Plugins registered in code, and the built-ins, must be valid: an unknown hook,
 a bad hook signature or an ``async def`` implementation raises
-:class:`~stm_core.errors.PluginError` (see :mod:`stm_core.hookimpl_checks`). Entry-point
+:class:`~stm_core.errors.PluginError` (see :mod:`stm_core.plugins.checks`). Entry-point
 plugins that are invalid are unregistered and recorded as failed instead,
 unless strict mode is on.
 """
@@ -21,46 +21,42 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
-import inspect
 import os
 import warnings
 from collections.abc import Iterable, Mapping
-from types import MethodType, ModuleType
-from typing import cast
+from types import ModuleType
 
 import pluggy
-from pluggy import HookimplOpts, HookspecOpts
 
 from hookspecs import PROJECT_NAME, SPEC_CLASSES
-from stm_core import dist_scan
 from stm_core.errors import PluginError, PluginWarning
-from stm_core.hookimpl_checks import (
+from stm_core.plugins.checks import (
     implementation_errors,
     unmarked_hook_functions,
     unmarked_text,
 )
-from stm_core.plugin_loader import (
-    ENTRY_POINT_GROUP,
+from stm_core.plugins.dist_scan import installed_version
+from stm_core.plugins.loader import discard, error_text, fail, load_entrypoint_plugins
+from stm_core.plugins.manager import StmPluginManager
+from stm_core.plugins.records import (
     TRACE_ENV,
     LoadPolicy,
-    PluginFailure,
     PluginKind,
     PluginOrigin,
     SkippedPlugin,
-    discard,
     env_flag,
-    error_text,
-    fail,
-    load_entrypoint_plugins,
 )
 
 __all__ = [
     "DEFAULT_PLUGINS",
-    "ENTRY_POINT_GROUP",
-    "StmPluginManager",
+    "STM_DISTRIBUTION",
     "create_plugin_manager",
+    "plugin_name",
     "register_host_plugin",
+    "spec_hook_names",
+    "stm_version",
     "unknown_hook_impls",
+    "unknown_hooks_text",
 ]
 
 #: Built-in plugins, registered by the same path as third-party ones.
@@ -89,88 +85,6 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 STM_DISTRIBUTION = "stm-core"
 
 
-class StmPluginManager(pluggy.PluginManager):
-    """A pluggy manager that counts changes to its plugin set and remembers
-    where each plugin came from.
-
-    The hook facade memoizes composed answers and recomputes them when
-    ``generation`` moves. ``origins``, ``load_failures`` and ``skipped`` feed
-    :func:`stm_core.introspect.describe_plugins`.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(PROJECT_NAME)
-        self.generation = 0
-        #: Registered plugins by name: kind, distribution, version, entry point.
-        self.origins: dict[str, PluginOrigin] = {}
-        #: Plugins that failed to import, register or validate (tolerant mode).
-        self.load_failures: list[PluginFailure] = []
-        #: Entry points (and built-ins) left out on purpose.
-        self.skipped: list[SkippedPlugin] = []
-        #: Loaded plugins with parts that will never run, by name (see
-        #: :mod:`stm_core.hookimpl_checks`).
-        self.plugin_warnings: dict[str, list[str]] = {}
-        self.policy = LoadPolicy()
-
-    def parse_hookimpl_opts(self, plugin: object, name: str) -> HookimplOpts | None:
-        # Modules (every built-in plugin) answered from their own dict: pluggy
-        # looks each name up with inspect.getattr_static, imported names
-        # included, which made registering the built-ins a third of the work
-        # of a short `stm` command.
-        if isinstance(plugin, ModuleType):
-            found = _own_marker(vars(plugin), name, f"{self.project_name}_impl")
-            if found is not _ASK_PLUGGY:
-                return cast(HookimplOpts | None, found)
-        return super().parse_hookimpl_opts(plugin, name)
-
-    def parse_hookspec_opts(self, module_or_class: object, name: str) -> HookspecOpts | None:
-        # The same for the spec classes: ``dir`` lists object's names too, and
-        # looking each one up statically was most of adding the hookspecs. A
-        # class with bases of its own goes to pluggy (the spec may be inherited).
-        if isinstance(module_or_class, ModuleType) or (
-                isinstance(module_or_class, type) and module_or_class.__bases__ == (object,)):
-            found = _own_marker(vars(module_or_class), name, f"{self.project_name}_spec")
-            if found is not _ASK_PLUGGY:
-                return cast(HookspecOpts | None, found)
-        return super().parse_hookspec_opts(module_or_class, name)  # type: ignore[arg-type]
-
-    def register(self, plugin: object, name: str | None = None) -> str | None:
-        result = super().register(plugin, name)
-        self.generation += 1
-        return result
-
-    def unregister(self, plugin: object | None = None, name: str | None = None) -> object | None:
-        registered_name = name if name is not None else self.get_name(plugin)
-        result = super().unregister(plugin, name)
-        if registered_name is not None:
-            self.origins.pop(registered_name, None)
-            self.plugin_warnings.pop(registered_name, None)
-        self.generation += 1
-        return result
-
-    def set_blocked(self, name: str) -> None:
-        super().set_blocked(name)
-        self.generation += 1
-
-
-#: What :func:`_own_marker` answers when pluggy must look itself.
-_ASK_PLUGGY = object()
-
-
-def _own_marker(members: Mapping[str, object], name: str, marker: str) -> object:
-    """The hook marker of ``members[name]`` as pluggy would read it, from the
-    namespace's own dict: a plain function carries its marker itself, and
-    anything but a function or a method wrapper is no hook (``None``).
-    Wrappers (rare) are :data:`_ASK_PLUGGY`."""
-    value = members.get(name)
-    if inspect.isfunction(value):
-        opts = getattr(value, marker, None)
-        return opts if isinstance(opts, dict) else None
-    if isinstance(value, (staticmethod, classmethod, MethodType)):
-        return _ASK_PLUGGY
-    return None
-
-
 def create_plugin_manager(*, load_entrypoints: bool = True,
                           plugins: Iterable[object] = (),
                           builtins: bool = True,
@@ -182,7 +96,7 @@ def create_plugin_manager(*, load_entrypoints: bool = True,
     """A fresh plugin manager.
 
     :param load_entrypoints: load third-party plugins from the ``stm``
-        entry-point group (tolerantly; see :mod:`stm_core.plugin_loader`).
+        entry-point group (tolerantly; see :mod:`stm_core.plugins.loader`).
     :param plugins: plugin objects or modules the host registers in code; an
         invalid one raises :class:`~stm_core.errors.PluginError`.
     :param builtins: register the built-in plugins (tests may turn this off).
@@ -203,7 +117,7 @@ def create_plugin_manager(*, load_entrypoints: bool = True,
     for spec in SPEC_CLASSES:
         pm.add_hookspecs(spec)
     if env_flag(env, TRACE_ENV) if trace is None else trace:
-        from stm_core.tracing import install_tracing
+        from stm_core.plugins.tracing import install_tracing
 
         install_tracing(pm)
     if builtins:
@@ -314,7 +228,7 @@ def plugin_name(plugin: object, pm: pluggy.PluginManager | None = None) -> str:
 @functools.cache
 def stm_version() -> str | None:
     """The installed stm's version (``None`` when it runs uninstalled)."""
-    found = dist_scan.installed_version(STM_DISTRIBUTION)
+    found = installed_version(STM_DISTRIBUTION)
     if found is not None:
         return found
     import importlib.metadata
