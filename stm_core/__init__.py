@@ -2,7 +2,8 @@
 
 The public API for host apps::
 
-    from stm_core import open_store, Turn, inject
+    from stm_core import open_store, Turn
+    from stm_core.inject import inject
 
 See ``docs/host-guide.md``. Names are imported on first use (PEP 562), so
 ``import stm_core`` and the ``stm`` command load only what they touch.
@@ -10,14 +11,13 @@ See ``docs/host-guide.md``. Names are imported on first use (PEP 562), so
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from stm_core.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from hookspecs import hookimpl
+    from stm_core import inject
     from stm_core.clock import Clock, ManualClock, SystemClock
     from stm_core.errors import (
         ConfigurationError,
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from stm_core.inject import (
         StmMessage,
         find_injected,
-        inject,
         insert_at_dialogue_depth,
         strip_injected,
     )
@@ -69,7 +68,8 @@ if TYPE_CHECKING:
     from stm_core.sync import SyncStm, open_store_sync
     from stm_core.tool import TOOL_NAME
 
-#: Where each public name lives.
+#: Where each public name lives. ``inject`` is the subpackage itself (callable
+#: for a deprecation period); its function is ``stm_core.inject.inject``.
 _HOME: dict[str, str] = {
     "DIALOGUE_HISTORY": "stm_core.models",
     "DIALOGUE_SAMPLE": "stm_core.models",
@@ -174,19 +174,3 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_names(globals(), _HOME, __all__)
 
-
-class _Package(ModuleType):
-    """``stm_core`` itself, whose name ``inject`` is always the function.
-
-    ``stm_core.inject`` is also a subpackage, and importing a submodule binds
-    it on its package: that one binding is refused, so ``stm_core.inject``
-    stays the function whatever is imported, and in whichever order.
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "inject" and value is sys.modules.get("stm_core.inject"):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

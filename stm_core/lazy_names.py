@@ -15,7 +15,9 @@ from typing import Any
 def lazy_names(namespace: dict[str, Any], homes: Mapping[str, str], public: Iterable[str]
                ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of the package whose globals are
-    ``namespace``: ``homes`` maps each lazy name to the module that defines it."""
+    ``namespace``: ``homes`` maps each lazy name to the module that defines it.
+    A name whose home is the package's submodule of that name is the submodule,
+    as it will be once imported anyway."""
     package = namespace["__name__"]
     listed = tuple(public)
 
@@ -23,7 +25,8 @@ def lazy_names(namespace: dict[str, Any], homes: Mapping[str, str], public: Iter
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home), name)
+        module = importlib.import_module(home)
+        value = module if home == f"{package}.{name}" else getattr(module, name)
         namespace[name] = value  # later reads skip this function
         return value
 

@@ -15,12 +15,16 @@ nothing is ever inserted between a tool call and its result. Under the
 ``stable`` cache policy, given the previous prompt, an unchanged block stays
 where it was (:mod:`stm_core.inject.kept`). Inserted messages
 are :class:`~stm_core.inject.markers.StmMessage` dicts a host can find again.
+
+Call the function by its own name: ``from stm_core.inject import inject``.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
 from typing import Any, Literal, TypeVar, overload
 
 from stm_core.errors import ValidationError
@@ -252,21 +256,19 @@ __all__ = [
 ]
 
 
-def _reachable_through(function: Callable[..., Any]) -> None:
-    """``stm_core.inject`` is the ``inject`` function, whatever is imported
-    (see ``stm_core._Package``). So that what reads as this package still
-    works (``stm_core.inject.insert_at_dialogue_depth``, and ``import
-    stm_core.inject.gemini as gemini``, which looks each dotted part up as
-    an attribute), the function carries the package's public names and its
-    submodules."""
-    for name in __all__:
-        if name != "inject":
-            setattr(function, name, globals()[name])
-    prefix = f"{__name__}."
-    for qualified, module in list(sys.modules.items()):  # every one is imported above
-        sub = qualified.removeprefix(prefix)
-        if sub != qualified and "." not in sub:
-            setattr(function, sub, module)
+class _CallablePackage(ModuleType):
+    """This package, still callable for a deprecation period.
+
+    In stm 0.1 the name ``stm_core.inject`` was the :func:`inject` function,
+    which hid this package. It is the package now; calling it warns and
+    forwards to the function, until stm 1.0 (docs/hook-policy.md).
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[Any]:
+        warnings.warn("calling the stm_core.inject package is deprecated and stops working "
+                      "in stm 1.0; call the function: from stm_core.inject import inject",
+                      DeprecationWarning, stacklevel=2)
+        return inject(*args, **kwargs)
 
 
-_reachable_through(inject)
+sys.modules[__name__].__class__ = _CallablePackage

@@ -93,7 +93,7 @@ def test_the_names_the_command_skipped_still_load_on_first_use(db_url: str,
         from stm_core.admin.values import ServerPrompts
         from stm_core.inject import inject
         print(admin.MemoryRestore is MemoryRestore, admin.ServerPrompts is ServerPrompts,
-              admin.history.MemoryRestore is MemoryRestore, stm_core.inject is inject)
+              admin.history.MemoryRestore is MemoryRestore, stm_core.inject.inject is inject)
     """, tmp_path)
     assert out == "True True True True"
 

@@ -125,7 +125,8 @@ def test_no_import_circle_runs_through_the_plugin_wing() -> None:
                                                "stm_core.cli.scaffold"))]
     assert len(wing) >= 13
     for start in wing:
-        seen, todo = set(), list(graph[start])
+        seen: set[str] = set()
+        todo = list(graph[start])
         while todo:
             module = todo.pop()
             assert module != start, f"{start} imports itself through {sorted(seen)}"
