@@ -17,6 +17,7 @@ pluggy accepts, and then silently mishandles:
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Iterable
 from types import ModuleType
@@ -43,6 +44,23 @@ def implementation_errors(pm: pluggy.PluginManager, plugin: object) -> list[str]
     return errors
 
 
+def parameter_errors(pm: pluggy.PluginManager, plugin: object) -> list[str]:
+    """What is wrong with ``plugin``'s implementations, found before it is
+    registered: pluggy refuses a parameter its hook lacks with a message that
+    names neither the close match nor the hook's parameters, so stm says both."""
+    errors: list[str] = []
+    for name in dir(plugin):
+        opts = pm.parse_hookimpl_opts(plugin, name)
+        if opts is None:
+            continue
+        hook = opts.get("specname") or name
+        caller = getattr(pm.hook, hook, None)
+        if caller is not None and caller.spec is not None:
+            errors.extend(_errors_of(hook, getattr(plugin, name),
+                                     frozenset(caller.spec.argnames)))
+    return errors
+
+
 def _errors_of(hook: str, function: Any, spec_args: frozenset[str]) -> list[str]:
     if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
         return [f"{hook} is an async def; hooks are called without being awaited, so it "
@@ -58,10 +76,12 @@ def _errors_of(hook: str, function: Any, spec_args: frozenset[str]) -> list[str]
         known = param.name in spec_args
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             errors.append(f"{hook} takes {param}; name the parameters it needs instead "
-                          f"(available: {_names(spec_args)})")
+                          f"(its parameters: {_names(spec_args)})")
         elif not known:
+            close = difflib.get_close_matches(param.name, sorted(spec_args), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             errors.append(f"{hook} asks for {param.name!r}, which the hook does not have "
-                          f"(available: {_names(spec_args)})")
+                          f"({hint}its parameters: {_names(spec_args)})")
         elif param.kind not in _PASSABLE:
             errors.append(f"{hook}: {param.name!r} is keyword-only and would never be "
                           f"passed; make it an ordinary parameter")

@@ -25,6 +25,7 @@ import attrs
 from stm_core.errors import PluginError
 from stm_core.plugins.checks import (
     implementation_errors,
+    parameter_errors,
     unmarked_hook_functions,
     unmarked_text,
 )
@@ -141,7 +142,8 @@ def _load_one(pm: StmPluginManager, ref: EntryPointRef, *, strict: bool) -> None
         pm.register(plugin, name=origin.name)
     except Exception as exc:
         discard(pm, origin.name)
-        fail(pm, origin, "register", error_text(exc), strict=strict, cause=exc)
+        reason = "; ".join(parameter_errors(pm, plugin)) or error_text(exc)
+        fail(pm, origin, "register", reason, strict=strict, cause=exc)
         return
     problems = implementation_errors(pm, plugin)
     if problems:

@@ -32,6 +32,7 @@ from hookspecs import PROJECT_NAME, SPEC_CLASSES
 from stm_core.errors import PluginError, PluginWarning
 from stm_core.plugins.checks import (
     implementation_errors,
+    parameter_errors,
     unmarked_hook_functions,
     unmarked_text,
 )
@@ -150,7 +151,8 @@ def register_host_plugin(pm: StmPluginManager, plugin: object, name: str | None 
         registered = pm.register(plugin, name=name)
     except pluggy.PluginValidationError as exc:
         discard(pm, name)
-        raise PluginError(f"plugin {name!r} is invalid: {error_text(exc)}") from exc
+        reason = "; ".join(parameter_errors(pm, plugin)) or error_text(exc)
+        raise PluginError(f"plugin {name!r} is invalid: {reason}") from exc
     except ValueError as exc:
         raise PluginError(f"plugin {name!r} cannot be registered: {error_text(exc)}") from exc
     if registered is None:

@@ -304,3 +304,46 @@ def test_module_plugins_are_parsed_as_pluggy_parses_them() -> None:
                 theirs.parse_hookimpl_opts(plugin, name), (plugin, name)
             checked += ours.parse_hookimpl_opts(plugin, name) is not None
     assert checked >= len(DEFAULT_PLUGINS)  # the hooks themselves were found
+
+
+class MisspelledGate:
+    @hookimpl
+    def stm_tool_available(self, provder: str) -> bool | None:
+        return None
+
+
+MISSPELLED_MODULE = '''
+from hookspecs import hookimpl
+
+@hookimpl(specname="stm_nudge_template")
+def nudge(provider, mdoe):
+    return None
+'''
+
+
+def test_a_misspelled_parameter_names_the_close_match_and_the_hook_s_parameters() -> None:
+    pm = create_plugin_manager(load_entrypoints=False)
+    generation = pm.generation
+
+    with pytest.raises(PluginError) as caught:
+        register_host_plugin(pm, MisspelledGate(), name="gate")
+
+    assert str(caught.value) == (
+        "plugin 'gate' is invalid: stm_tool_available asks for 'provder', which the hook "
+        "does not have (did you mean 'provider'? its parameters: explicit_long_term_intent, "
+        "has_tools, model, provider, stm_enabled)")
+    assert not pm.has_plugin("gate") and pm.generation >= generation
+    pm.check_pending()
+
+
+def test_a_misspelled_parameter_of_an_installed_plugin_is_recorded_with_the_hint(
+        fake_site: FakeSite) -> None:
+    install(fake_site, MISSPELLED_MODULE)
+
+    pm = create_plugin_manager()
+
+    [failure] = pm.load_failures
+    assert failure.stage == "register"
+    assert "stm_nudge_template asks for 'mdoe'" in failure.error
+    assert "did you mean 'mode'?" in failure.error and "its parameters: " in failure.error
+    assert not pm.has_plugin("sloppy")
