@@ -1,17 +1,18 @@
 """Text for people: lines, headings and boxed tables, on a terminal or in a pipe.
 
-Drawn here rather than with rich, whose import alone took about a third of a
-quick command's start-up (rich still draws the demo and the janitor's
-progress bar). Text that came from users or the database is printed as
-written, with two exceptions that keep a terminal safe: control characters
-(an escape sequence, a carriage return) are shown as ``\\x1b``, and tabs
-become spaces inside tables. Colours and bold only go to a terminal, never
+Drawn here rather than with rich, whose import would slow a quick command's
+start-up (rich still draws the demo and the janitor's progress bar). Text
+that came from users or the database is printed as written, with two
+exceptions that keep a terminal safe: control characters (an escape
+sequence, a carriage return) are shown as ``\\x1b``, and tabs become spaces
+inside tables. Colours and bold only go to a terminal, never
 with ``NO_COLOR`` or ``TERM=dumb``; ``FORCE_COLOR`` asks for them anywhere.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -150,7 +151,9 @@ def _fit(natural: list[int], floor: list[int], room: int) -> list[int]:
 
 
 def _wrap(line: str, width: int) -> list[str]:
-    """Words onto lines of at most ``width`` columns; a longer word is cut."""
+    """Words onto lines of at most ``width`` columns. A longer word is folded
+    after its identifier separators (``register_storage_`` / ``adapters``), and
+    cut only where a part between them is itself wider than the column."""
     if cell_width(line) <= width:
         return [line]
     out: list[str] = []
@@ -163,13 +166,21 @@ def _wrap(line: str, width: int) -> list[str]:
         if current:
             out.append(current)
         current = ""
-        for char in word:  # fold what is left of a word wider than the column
-            if cell_width(current + char) > width and current:
+        for part in _IDENTIFIER_PART.findall(word):
+            if current and cell_width(current + part) > width:
                 out.append(current)
                 current = ""
-            current += char
+            for char in part:  # cut a part wider than the column
+                if cell_width(current + char) > width and current:
+                    out.append(current)
+                    current = ""
+                current += char
     out.append(current)
     return out
+
+
+#: A word's parts, each ending with the separator after it (``_ . - / + : ,``).
+_IDENTIFIER_PART = re.compile(r"[^_./+:,-]*(?:[_./+:,-]+|$)")
 
 
 def _draw(table: Table, screen_width: int, paint: Paint) -> list[str]:

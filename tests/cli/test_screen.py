@@ -168,3 +168,36 @@ def test_a_screen_narrower_than_the_frame_still_shows_every_character() -> None:
     column = ["".join(row[i].strip() for row in rows) for i in range(3)]
     assert column[0] == "refresh_cadencecache_policy"
     assert column[2] == "every5turnsfreshagesandplacement(default)"
+
+
+def test_a_long_identifier_folds_after_a_separator_not_mid_word() -> None:
+    table = Table(None, ["hooks"], show_header=False)
+    table.add_row("register_storage_adapters, postgresql+asyncpg")
+
+    lines = drawn(table, 24)
+
+    assert [line.strip("│ ") for line in lines[1:-1]] == [
+        "register_storage_", "adapters,", "postgresql+asyncpg"]
+
+
+def test_the_plugins_table_at_80_columns_breaks_no_hook_name_inside_a_word() -> None:
+    from stm_core.cli.plugins import grouped_keys, plugins_table
+    from stm_core.plugins import create_plugin_manager
+    from stm_core.plugins.introspect import describe_plugins
+
+    infos = describe_plugins(create_plugin_manager(load_entrypoints=False))
+    lines = drawn(plugins_table(infos), 80)
+
+    assert all(cell_width(line) <= 80 for line in lines)
+    words = {word for info in infos
+             for text in (", ".join(h.removeprefix("stm_") for h in info.hooks),
+                          *grouped_keys(info.provides))
+             for word in text.split(" ")}
+    shown = [word for line in lines if line.startswith("│")
+             for word in line.split("│")[4].split()]
+    # each word whole, or folded right after one of its separators
+    broken = [w for w in shown if w not in words and not w.endswith(tuple("_.+-/:"))
+              and not any(whole.endswith(w) and whole[-len(w) - 1] in "_.+-/:"
+                          for whole in words if len(whole) > len(w))]
+    assert broken == []
+    assert "register_storage_" in shown  # the longest hook name did have to fold
