@@ -219,6 +219,8 @@ packages = ["$package"]
 asyncio_mode = "auto"
 asyncio_default_fixture_loop_scope = "function"
 testpaths = ["tests"]
+# The tests import the package from this checkout, installed or not.
+pythonpath = ["."]
 '''
 
 MODULE = '''"""$title: an stm plugin.

@@ -4,6 +4,7 @@ all-or-nothing writing, and several runs at once."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from stm_core.cli.scaffold import PluginNames, parse_concerns, render_files, write_plugin
+from stm_core.cli.scaffold_templates import CONCERNS
 from stm_core.errors import ValidationError
 
 from .conftest import stm_executable
@@ -42,6 +44,22 @@ def test_it_writes_a_complete_distribution_that_lints_clean(tmp_path: Path) -> N
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", *LINT, "."], cwd=root,
                           capture_output=True, text=True, timeout=60, check=False)
     assert lint.returncode == 0, lint.stdout
+
+
+def test_a_fresh_plugin_s_tests_pass_before_it_is_installed(tmp_path: Path) -> None:
+    concerns = [arg for key in CONCERNS for arg in ("--concern", key)]
+    assert new(tmp_path, "stm-shouty", *concerns).returncode == 0
+    root = tmp_path / "stm-shouty"
+    pytest_command = Path(sys.executable).with_name("pytest")  # not `python -m`: no cwd on the path
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    done = subprocess.run([str(pytest_command), "-q", "-p", "no:cacheprovider"], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert " passed" in done.stdout and "failed" not in done.stdout
+    with pytest.raises(ImportError):
+        __import__("stm_shouty")  # really not installed
 
 
 @pytest.mark.parametrize("concerns", [(), ("macros",), ("mentions", "permissions"),
