@@ -17,7 +17,7 @@ from bench.config import RunConfig
 from bench.harness import cpu_ratio, interleave, ratio
 from stm_core.mention_names import channel_label
 from stm_core.models import Turn
-from stm_core.names import IdSet, NameMap
+from stm_core.name_maps import IdSet, NameMap
 
 CHANNELS = 5_000
 THREADS = 500

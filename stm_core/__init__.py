@@ -50,7 +50,7 @@ if TYPE_CHECKING:
         ToolResult,
         Turn,
     )
-    from stm_core.names import IdSet, NameMap
+    from stm_core.name_maps import IdSet, NameMap
     from stm_core.plugin_types import (
         Actor,
         AdminAction,
@@ -81,8 +81,8 @@ _HOME: dict[str, str] = {
     "StmContext": "stm_core.models",
     "ToolResult": "stm_core.models",
     "Turn": "stm_core.models",
-    "NameMap": "stm_core.names",
-    "IdSet": "stm_core.names",
+    "NameMap": "stm_core.name_maps",
+    "IdSet": "stm_core.name_maps",
     "TOOL_NAME": "stm_core.tool",
     "Actor": "stm_core.plugin_types",
     "AdminAction": "stm_core.plugin_types",

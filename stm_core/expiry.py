@@ -1,15 +1,12 @@
-"""When a stored memory has expired. Computed from persisted fields only, so the
-answer is the same before and after a restart (DESIGN decision 4).
-"""
+"""Old path of :mod:`stm_core.memory_ttl` (``stm_core.pipeline.expiry`` is the
+stage that applies it). Silent while the pipeline still imports it; it warns
+like the other moved paths once nothing of stm's does."""
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-from stm_core.storage.records import MemoryRecord
+from stm_core.moved import alias_moved_module
 
+if TYPE_CHECKING:  # what type checkers see: the names the module had
+    from stm_core.memory_ttl import *  # noqa: F403
 
-def is_expired(record: MemoryRecord, now_ms: int, *, crude_ttl_ms: int,
-               summary_ttl_ms: int) -> bool:
-    """Strictly older than its TTL: 24 h with a summary, 12 h otherwise
-    (category-only entries use the 12 h TTL, as upstream)."""
-    ttl = summary_ttl_ms if record.summary else crude_ttl_ms
-    return now_ms - record.updated_at_ms > ttl
+alias_moved_module(__name__, "stm_core.memory_ttl", warn=False)

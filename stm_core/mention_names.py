@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stm_core.models import Turn
-from stm_core.names import shared_names
+from stm_core.name_maps import shared_names
 
 # The names shared by several channels in the last name map asked about: a
 # turn asks about its channels several times, and a plain map is that turn's

@@ -16,7 +16,7 @@ import attrs
 
 from stm_core import arguments
 from stm_core.errors import ValidationError
-from stm_core.names import IdSet, NameMap
+from stm_core.name_maps import IdSet, NameMap
 from stm_core.unchecked import unchecked_maker
 
 #: Tag carried by every item stm emits (memory blocks and the nudge).

@@ -18,12 +18,14 @@ import warnings
 REMOVED_IN = "1.0"
 
 
-def alias_moved_module(old: str, new: str) -> None:
+def alias_moved_module(old: str, new: str, *, warn: bool = True) -> None:
     """Warn that ``old`` moved to ``new``, and make ``old`` the module ``new``.
 
     Called from the module at ``old`` while it is being imported; the import
     system then hands the importer the module found in ``sys.modules``.
+    ``warn=False`` is for an old path stm's own code still imports.
     """
-    warnings.warn(f"{old} moved to {new}; the old path is deprecated and will be removed "
-                  f"in stm {REMOVED_IN}", DeprecationWarning, stacklevel=3)
+    if warn:
+        warnings.warn(f"{old} moved to {new}; the old path is deprecated and will be "
+                      f"removed in stm {REMOVED_IN}", DeprecationWarning, stacklevel=3)
     sys.modules[old] = importlib.import_module(new)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from stm_core.admin.values import MemorySection, MemorySnapshot, Mode
 from stm_core.errors import ValidationError
-from stm_core.expiry import is_expired
+from stm_core.memory_ttl import is_expired
 from stm_core.profile import ServerProfile
 from stm_core.settings import Settings
 from stm_core.slugs import humanize_slug, slugify

@@ -1,7 +1,7 @@
 """Installed distributions read straight from ``sys.path``, to start quickly.
 
-Importing :mod:`importlib.metadata` costs a command tens of milliseconds
-(email parsing, zipfile, csv), and walking its distributions parses every
+Importing :mod:`importlib.metadata` is slow for a quick command (email
+parsing, zipfile, csv), and walking its distributions parses every
 ``METADATA`` file on the path. At start-up stm only needs two answers: does
 any distribution declare an entry point of the ``stm`` group, and which
 version of stm is installed. Both can be read from the ``*.dist-info`` and

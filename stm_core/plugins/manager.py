@@ -46,9 +46,8 @@ class StmPluginManager(pluggy.PluginManager):
 
     def parse_hookimpl_opts(self, plugin: object, name: str) -> HookimplOpts | None:
         # Modules (every built-in plugin) answered from their own dict: pluggy
-        # looks each name up with inspect.getattr_static, imported names
-        # included, which made registering the built-ins a third of the work
-        # of a short `stm` command.
+        # looks up each name, imported ones included, with the slower
+        # inspect.getattr_static (see the CHANGELOG).
         if isinstance(plugin, ModuleType):
             found = _own_marker(vars(plugin), name, f"{self.project_name}_impl")
             if found is not _ASK_PLUGGY:
@@ -56,9 +55,9 @@ class StmPluginManager(pluggy.PluginManager):
         return super().parse_hookimpl_opts(plugin, name)
 
     def parse_hookspec_opts(self, module_or_class: object, name: str) -> HookspecOpts | None:
-        # The same for the spec classes: ``dir`` lists object's names too, and
-        # looking each one up statically was most of adding the hookspecs. A
-        # class with bases of its own goes to pluggy (the spec may be inherited).
+        # The same for the spec classes, whose ``dir`` lists object's names
+        # too. A class with bases of its own goes to pluggy (the spec may be
+        # inherited).
         if isinstance(module_or_class, ModuleType) or (
                 isinstance(module_or_class, type) and module_or_class.__bases__ == (object,)):
             found = _own_marker(vars(module_or_class), name, f"{self.project_name}_spec")

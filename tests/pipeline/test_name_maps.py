@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from stm_core import IdSet, NameMap, Turn, ValidationError
 from stm_core.clock import ManualClock
 from stm_core.mention_names import channel_label
-from stm_core.names import shared_names
+from stm_core.name_maps import shared_names
 
 from .support import ART, CHANNEL_NAMES, DUNGEON, GENERAL, OpenStm, make_turn, server_key, write
 
