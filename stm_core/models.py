@@ -220,8 +220,8 @@ class _LineMaker(Protocol):
 
 #: ``CrudeMessage(...)`` with the fields by position too, without the keyword
 #: ``__init__`` attrs generates: the same object, each slot set through its
-#: descriptor (:mod:`stm_core.unchecked`), in about two thirds of the time.
-#: Every turn stores ten lines, and loading a row decodes them.
+#: descriptor (:mod:`stm_core.unchecked`), faster: every turn stores ten
+#: lines, and loading a row decodes them.
 crude_line = cast(_LineMaker, unchecked_maker(CrudeMessage, positional=True))
 
 
