@@ -58,8 +58,9 @@ def test_a_fresh_plugin_s_tests_pass_before_it_is_installed(tmp_path: Path) -> N
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert " passed" in done.stdout and "failed" not in done.stdout
-    with pytest.raises(ImportError):
-        __import__("stm_shouty")  # really not installed
+    not_installed = subprocess.run([sys.executable, "-c", "import stm_shouty"], cwd=tmp_path,
+                                   env=env, capture_output=True, text=True, check=False)
+    assert "ModuleNotFoundError" in not_installed.stderr
 
 
 @pytest.mark.parametrize("concerns", [(), ("macros",), ("mentions", "permissions"),
