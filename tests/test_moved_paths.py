@@ -24,6 +24,7 @@ MOVED = {
     "stm_core.plugin_scaffold": "stm_core.cli.scaffold",
     "stm_core.plugin_scaffold_templates": "stm_core.cli.scaffold_templates",
     "stm_core.names": "stm_core.name_maps",
+    "stm_core.expiry": "stm_core.memory_ttl",
 }
 
 
@@ -46,18 +47,8 @@ def test_names_read_through_an_old_path_are_the_moved_objects() -> None:
     assert (PluginOrigin, load_entrypoint_plugins) == (record, moved)
 
 
-def test_the_old_expiry_path_is_the_memory_ttl_module_without_a_warning() -> None:
-    sys.modules.pop("stm_core.expiry", None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        import stm_core.expiry as old
-    from stm_core.memory_ttl import is_expired
-
-    assert old.is_expired is is_expired
-
-
 def test_stm_s_own_modules_and_the_plugins_command_use_no_old_path() -> None:
-    skipped = sorted({*MOVED, "stm_core.moved", "stm_core.expiry"})
+    skipped = sorted({*MOVED, "stm_core.moved"})
     code = f"""
         import importlib, pkgutil
         import hookspecs, stm_core, stm_plugins

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from stm_core.expiry import is_expired
+from stm_core.memory_ttl import is_expired
 from stm_core.models import StmContext, Turn
 from stm_core.pipeline.budget import Block, fit_budget, within_budget
 from stm_core.pipeline.finish import finished_context
