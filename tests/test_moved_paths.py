@@ -8,7 +8,6 @@ import importlib
 import subprocess
 import sys
 import textwrap
-import warnings
 
 import pytest
 
