@@ -129,3 +129,16 @@ def test_the_strict_variable_takes_a_flag_only(text: str) -> None:
 def test_the_strict_setting_takes_a_bool_only(value: object) -> None:
     with pytest.raises(ConfigurationError, match=r"^STM_REQUIRE_AUTHOR_IDS="):
         Settings(require_author_ids=value)  # type: ignore[arg-type]
+
+
+async def test_forget_after_the_readme_flow_leaves_no_line_of_the_user(stm: Stm) -> None:
+    """The README's host flow (no author ids), then forget: on memory, SQLite
+    and PostgreSQL alike."""
+    alice = "Shall we paint the sky teal?"
+    await stm.apply_tool_call(turn(), {"summary": "Alice wants a teal sky."})
+    await stm.record_window(turn(), [said(alice)], REPLY)
+    result = await stm.admin.forget_user(U)
+    assert (result.rows_removed, result.rows_changed) == ((MemoryKey.user(U, "1001", "1", "7"),),
+                                                          (KEY,))
+    assert (result.lines_removed, result.unchecked_lines) == (1, 0)
+    assert await authors(stm) == [("Teal it is!", None)]
