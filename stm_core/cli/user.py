@@ -11,12 +11,12 @@ import click
 from stm_core.cli.memory import show_cleared
 from stm_core.cli.output import emit, note, on_off, output_option, plain, write_json
 from stm_core.cli.safety import confirm, dry_run_option, yes_option
-from stm_core.cli.screen import Screen
 from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only, with_admin
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
     from stm_core.admin.values import UserOptIn
+    from stm_core.cli.screen import Screen
 
 
 @click.group()
