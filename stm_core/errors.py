@@ -44,6 +44,11 @@ class PluginWarning(UserWarning):
     """A plugin loaded, but part of it will never run (e.g. an unmarked ``stm_...`` function)."""
 
 
+class UnattributedLineWarning(UserWarning):
+    """A user line was stored without an author id: erasure and export cannot
+    find it (``STM_REQUIRE_AUTHOR_IDS`` makes it an error)."""
+
+
 class StorageError(StmError):
     """The database failed a write; nothing was cached from it."""
 

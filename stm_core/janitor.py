@@ -30,6 +30,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from stm_core import telemetry
@@ -159,9 +160,11 @@ class Janitor:
                                      "stm.cutoff_ms": cutoff})
             if not finished:
                 log.warning("janitor run stopped after deleting %d memory rows; rows untouched "
-                            "since %d are left for the next run", total, cutoff)
+                            "since %s are left for the next run", total,
+                            _cutoff_text(cutoff, settings.janitor_retention_days))
         if total:
-            log.info("janitor deleted %d memory rows untouched since %d", total, cutoff)
+            log.info("janitor deleted %d memory rows untouched since %s", total,
+                     _cutoff_text(cutoff, settings.janitor_retention_days))
         return total
 
     def start(self, interval_s: float | None = None, first_delay_s: float = 60) -> None:
@@ -193,3 +196,9 @@ class Janitor:
                 log.exception("janitor run failed; retrying in %.0f s", interval_s)
             self.runs += 1
             await asyncio.sleep(interval_s)
+
+
+def _cutoff_text(cutoff_ms: int, retention_days: float) -> str:
+    """The cutoff as an operator reads it: ``2026-09-05 14:00 UTC (90 days ago)``."""
+    when = datetime.fromtimestamp(cutoff_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{when} ({retention_days:g} days ago)"

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from stm_core.errors import StmError, StorageError
+import attrs
+
+from stm_core.errors import StmError, StorageError, UnattributedLineWarning, ValidationError
 from stm_core.models import (
     CrudeMessage,
     HistoryMessage,
@@ -125,6 +128,56 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
     return tuple(newest_first)
 
 
+def with_triggering_author(turn: Turn,
+                           history: Sequence[HistoryMessage]) -> Sequence[HistoryMessage]:
+    """``history`` with the turn's own triggering message attributed to
+    ``turn.user_id`` when the host passed no ``author_id`` for it.
+
+    The triggering message is the newest user or persona message of the
+    window; stm takes it as the triggerer's only when it is a user message
+    whose speaker (if named) is the turn's ``triggerer_name``, and never on
+    an impersonation turn (the message there is not the impersonated user's).
+    Any other line without an author id is left as it is: a wrong id would
+    hand one user's words to another's export and erasure.
+    """
+    if turn.user_id is None or turn.is_user_impersonation:
+        return history
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.author_type == "other":
+            continue
+        if (message.author_type != "user" or message.author_id is not None
+                or message.speaker_name not in (None, turn.triggerer_name)):
+            return history
+        return [*history[:index], attrs.evolve(message, author_id=turn.user_id),
+                *history[index + 1:]]
+    return history
+
+
+_unattributed_warned = False
+
+
+def check_authors(messages: Sequence[CrudeMessage], *, strict: bool) -> None:
+    """Warn once per process (or, ``strict``, raise) when a user line about
+    to be stored carries no author id: erasure could not find it."""
+    global _unattributed_warned
+    missing = sum(1 for m in messages if m.author_id is None and m.role == "user")
+    if not missing:
+        return
+    consequence = ("without an author id; `stm user forget` and `stm user export` cannot "
+                   "find such a line (pass HistoryMessage(author_id=...))")
+    if strict:
+        raise ValidationError(
+            f"{missing} user line(s) of the history window have no author_id, refused "
+            "because STM_REQUIRE_AUTHOR_IDS is on; a line stored "
+            f"{consequence}", field="author_id", allowed="the user's id on every user line")
+    if not _unattributed_warned:
+        _unattributed_warned = True
+        warnings.warn(f"stm stored a user line {consequence}; this warning is shown once "
+                      "per process, STM_REQUIRE_AUTHOR_IDS=1 makes it an error",
+                      UnattributedLineWarning, stacklevel=4)
+
+
 def skip_reason(turn: Turn, history: Sequence[HistoryMessage],
                 responses: Sequence[PersonaResponse], *, stop_response: bool,
                 privacy_full: bool) -> str | None:
@@ -165,7 +218,9 @@ async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
     count the turn on the live row.
 
     Raises :class:`StorageError` when the database write fails; content
-    problems never raise (empty messages are dropped).
+    problems never raise (empty messages are dropped), except a user line
+    without an author id under ``require_author_ids`` (:class:`ValidationError`,
+    nothing written).
     """
     reason = skip_reason(turn, history, responses, stop_response=stop_response,
                          privacy_full=privacy_full)
@@ -174,9 +229,11 @@ async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
 
     settings = stm.settings
     now_ms = stm.clock.now_ms()
-    messages = crude_messages(history, responses, annotations=stm.hooks.annotation_pattern(),
-                              now_ms=now_ms, keep=settings.max_messages_per_channel,
+    messages = crude_messages(with_triggering_author(turn, history), responses,
+                              annotations=stm.hooks.annotation_pattern(), now_ms=now_ms,
+                              keep=settings.max_messages_per_channel,
                               max_length=settings.max_stored_line_length)
+    check_authors(messages, strict=settings.require_author_ids)
     writes: list[CaptureWrite] = []
     live_rows: dict[str, int] = {}  # persona id ("" for none) -> index of its live write
 

@@ -40,6 +40,7 @@ STM_MAX_STORED_LINE_LENGTH                      1000    chars kept per stored ra
 STM_LONG_TERM_MEMORY_TOOL                       (none)  host's tool that saves a long-term memory
 STM_LONG_TERM_MEMORY_UPDATE_TOOL                (none)  host's tool that edits a long-term memory
 STM_STRICT_PROVIDERS                            0       an unknown provider key is an error
+STM_REQUIRE_AUTHOR_IDS                          0       a user line without author id is an error
 =============================================== ======= =====================================
 """
 
@@ -229,6 +230,7 @@ RULES: dict[str, Rule] = {
     "long_term_memory_update_tool": Rule(var="STM_LONG_TERM_MEMORY_UPDATE_TOOL", kind="tool",
                                          optional=True),
     "strict_providers": Rule(var="STM_STRICT_PROVIDERS", kind="flag"),
+    "require_author_ids": Rule(var="STM_REQUIRE_AUTHOR_IDS", kind="flag"),
 }
 
 
@@ -307,6 +309,11 @@ class Settings:
 
     #: Earlier summary/category revisions kept per memory row for undo (0: none).
     memory_history_revisions: int = attrs.field(default=10, validator=_in_range)
+
+    #: ``record_turn`` refuses (``ValidationError``) a user line it would store
+    #: without an author id, instead of warning once per process: erasure and
+    #: export cannot find such a line (docs/privacy.md).
+    require_author_ids: bool = attrs.field(default=False, validator=_in_range)
 
     # Derived values are worked out once per settings object (each turn reads
     # several): cached_property keeps them in a slot of this frozen class.

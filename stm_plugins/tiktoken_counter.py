@@ -34,8 +34,11 @@ def load_encoding(name: str = ENCODING) -> Any | None:
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:  # a download that failed, a corrupt cache...
-        log.warning("tiktoken is installed but its %s encoding could not be loaded (%s); "
-                    "counting tokens with the estimate", name, exc)
+        # One short line: the resolver's own message runs to hundreds of characters.
+        log.warning("tiktoken could not load its %s encoding (%s; offline? put the file in "
+                    "TIKTOKEN_CACHE_DIR); counting tokens with the estimate", name,
+                    type(exc).__name__)
+        log.debug("loading the %s encoding failed: %s", name, exc)
         return None
 
 

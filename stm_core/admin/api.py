@@ -698,8 +698,10 @@ class Admin:
         adapter = self._stm.adapter
         if dry_run:
             from stm_core.admin.config_preview import preview_import
+            shared = await adapter.list_memories(MemoryFilter(server_id=server_id,
+                                                              scope_kind="server"))
             return preview_import(await adapter.load_server_settings(server_id), changes,
-                                  new_categories)
+                                  new_categories, server_memory_rows=len(shared))
         if isinstance(adapter, AtomicServerEdits):
             await self._categories_written(server_id, len(new_categories),
                                            adapter.replace_server_config(

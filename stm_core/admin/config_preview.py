@@ -25,13 +25,16 @@ def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any],
 
 
 def preview_import(current: ServerSettings, changes: Mapping[str, object],
-                   categories: Sequence[CategoryRecord]) -> dict[str, Any]:
+                   categories: Sequence[CategoryRecord], *,
+                   server_memory_rows: int) -> dict[str, Any]:
     """The configuration an import would store, the fields it would change, and
-    whether it would clear the server's shared memories (the categories change)."""
+    whether it would clear the server's shared memories: the categories change
+    and the server has some (``server_memory_rows``, its server-scope rows)."""
     after = attrs.evolve(current, categories=tuple(categories),
                          **changes)  # type: ignore[arg-type]
     before_doc, after_doc = export_document(current), export_document(after)
     return {"server_id": current.server_id, "dry_run": True,
             "would_change": changed_fields(before_doc, after_doc),
-            "clears_server_memories": tuple(categories) != current.categories,
+            "clears_server_memories": (tuple(categories) != current.categories
+                                       and server_memory_rows > 0),
             "config": after_doc}

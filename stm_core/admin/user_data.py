@@ -5,7 +5,9 @@ every stored line whose author id is theirs (in server rows and in other
 users' copies), and their preferences (the cross-server opt-in). Lines stored
 without an author id (before authors were kept, or from a host that does not
 pass them) cannot be attributed; they age out with the crude TTL and the
-janitor (docs/privacy.md).
+janitor. Both requests count those lines in the rows of the channels where the
+user had a row or a line, so the operator knows what could not be checked
+(docs/privacy.md says what to do about them).
 
 Forgetting changes one row per transaction. A shared row is rewritten only if
 nobody wrote it since it was read (its ``rev``); otherwise it is read again
@@ -18,7 +20,7 @@ each change to the others.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -53,13 +55,19 @@ class ForgetResult:
     lines_removed: int
     #: Whether stored preferences (the cross-server opt-in) were deleted.
     preferences_removed: bool
+    #: Rows of the user's channels holding user lines without an author id,
+    #: which could not be checked (see :func:`unchecked_lines`).
+    unchecked_rows: tuple[MemoryKey, ...] = ()
+    unchecked_lines: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"user_id": self.user_id, "dry_run": self.dry_run,
                 "rows_removed": [key_to_dict(k) for k in self.rows_removed],
                 "rows_changed": [key_to_dict(k) for k in self.rows_changed],
                 "lines_removed": self.lines_removed,
-                "preferences_removed": self.preferences_removed}
+                "preferences_removed": self.preferences_removed,
+                "unchecked_lines": self.unchecked_lines,
+                "unchecked_rows": [key_to_dict(k) for k in self.unchecked_rows]}
 
 
 def erasure_of(stm: Stm) -> UserErasure:
@@ -82,6 +90,30 @@ def own_filter(user_id: str) -> MemoryFilter:
     return MemoryFilter(user_id=user_id, scope_kind="user")
 
 
+def is_unattributed(message: CrudeMessage) -> bool:
+    """A user's line stored without an author id: nobody's erasure finds it."""
+    return message.role == "user" and message.author_id is None
+
+
+async def unchecked_lines(stm: Stm, user_id: str, keys: Iterable[MemoryKey]
+                          ) -> tuple[tuple[MemoryKey, ...], int]:
+    """The rows, other than the user's own, of the server channels of ``keys``
+    (where the user had a row or a line) that hold user lines without an
+    author id, and how many such lines they hold: the user may have written
+    them, and no erasure can tell. Direct-message rows are the user's own."""
+    rows: list[MemoryKey] = []
+    lines = 0
+    for server_id, channel_id in sorted({(k.server_id, k.channel_id) for k in keys
+                                         if k.server_id is not None}):
+        for record in await stm.adapter.list_memories(
+                MemoryFilter(server_id=server_id, channel_id=channel_id)):
+            count = sum(map(is_unattributed, record.messages))
+            if count and not is_own(record.key, user_id):
+                rows.append(record.key)
+                lines += count
+    return tuple(rows), lines
+
+
 async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
     erasure = erasure_of(stm)
     if dry_run:
@@ -89,12 +121,15 @@ async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
         shared = [r for r in await erasure.rows_with_author(user_id)
                   if not is_own(r.key, user_id)]
         prefs = await stm.adapter.load_user_prefs(user_id)
+        unchecked, unchecked_count = await unchecked_lines(
+            stm, user_id, [r.key for r in (*own, *shared)])
         return ForgetResult(
             user_id=user_id, dry_run=True, rows_removed=tuple(r.key for r in own),
             rows_changed=tuple(r.key for r in shared),
             lines_removed=sum(len(r.messages) - len(without(r.messages, user_id))
                               for r in shared),
-            preferences_removed=prefs != UserPrefs(user_id=user_id))
+            preferences_removed=prefs != UserPrefs(user_id=user_id),
+            unchecked_rows=unchecked, unchecked_lines=unchecked_count)
 
     removed = dict.fromkeys(await _delete_own_rows(stm, user_id))
     changed: dict[MemoryKey, None] = {}
@@ -120,12 +155,15 @@ async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
         prefs_removed = await erasure.delete_user_prefs(user_id)
     finally:
         stm.cache.drop_user(user_id)  # their view reloads with default preferences
-    log.info("user %s forgotten: %d own rows, %d lines in %d other rows, preferences %s",
+    unchecked, unchecked_count = await unchecked_lines(stm, user_id, [*removed, *changed])
+    log.info("user %s forgotten: %d own rows, %d lines in %d other rows, preferences %s; "
+             "%d lines without an author id in %d rows of their channels not checked",
              user_id, len(removed), lines, len(changed),
-             "removed" if prefs_removed else "none stored")
+             "removed" if prefs_removed else "none stored", unchecked_count, len(unchecked))
     return ForgetResult(user_id=user_id, dry_run=False, rows_removed=tuple(removed),
                         rows_changed=tuple(changed), lines_removed=lines,
-                        preferences_removed=prefs_removed)
+                        preferences_removed=prefs_removed, unchecked_rows=unchecked,
+                        unchecked_lines=unchecked_count)
 
 
 async def _delete_own_rows(stm: Stm, user_id: str) -> list[MemoryKey]:
@@ -184,10 +222,15 @@ async def export_user(stm: Stm, user_id: str) -> dict[str, Any]:
     own = await stm.adapter.list_memories(own_filter(user_id))
     shared = [r for r in await erasure.rows_with_author(user_id) if not is_own(r.key, user_id)]
     prefs = await stm.adapter.load_user_prefs(user_id)
+    unchecked, unchecked_count = await unchecked_lines(
+        stm, user_id, [r.key for r in (*own, *shared)])
     return {
         "user_id": user_id,
         "exported_at_ms": stm.clock.now_ms(),
         "preferences": {"crossserver_opt_in": prefs.crossserver_opt_in},
         "own_rows": [record_to_dict(r) for r in own],
         "lines_in_other_rows": [record_to_dict(r, only_author=user_id) for r in shared],
+        # Lines nobody can attribute: perhaps the user's, not exported.
+        "unchecked_lines": unchecked_count,
+        "unchecked_rows": [key_to_dict(k) for k in unchecked],
     }

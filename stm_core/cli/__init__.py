@@ -4,8 +4,8 @@
 with one line on stderr and no traceback: 2 for bad usage (click's errors) or
 a refused value (:class:`~stm_core.errors.ValidationError`,
 :class:`~stm_core.errors.ConfigurationError`, including an unknown database
-URL), 1 for anything else that failed at run time. ``STM_DEBUG=1`` adds the
-traceback.
+URL), 1 for anything else that failed at run time, 130 when interrupted
+(Ctrl-C). ``STM_DEBUG=1`` adds the traceback.
 
 The package itself loads nothing heavy: :func:`main` imports click and the
 commands, with the garbage collector paused while the command starts
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 USAGE_ERROR = 2
 RUNTIME_ERROR = 1
+#: Ended by Ctrl-C (SIGINT), as shells report it: 128 + 2.
+INTERRUPTED = 130
 
 
 def _one_line(exc: BaseException) -> str:
@@ -85,9 +87,17 @@ def _main(argv: Sequence[str] | None) -> None:
     except click.ClickException as exc:  # click's usage errors, bad files, ...
         click.echo(f"stm: error: {_usage_line(exc)}", err=True)
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        # click turns Ctrl-C into Abort (the interrupt is its cause, or its
+        # context inside a prompt); a "no" to a question is an Abort of its own.
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            click.echo("stm: interrupted", err=True)
+            sys.exit(INTERRUPTED)
         click.echo("stm: aborted", err=True)
         sys.exit(RUNTIME_ERROR)
+    except KeyboardInterrupt:
+        click.echo("stm: interrupted", err=True)
+        sys.exit(INTERRUPTED)
     except (ValidationError, ConfigurationError) as exc:
         _fail(USAGE_ERROR, exc)
     except Exception as exc:  # every other failure: one line, exit 1

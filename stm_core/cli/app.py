@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from stm_core.cli.logs import LEVELS, configure, level_for
-from stm_core.cli.state import CliState
+from stm_core.cli.state import CliState, database_url
 from stm_core.settings import Settings
 
 
@@ -52,7 +52,8 @@ LAZY_COMMANDS = {
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", "db_url", envvar="STM_DATABASE_URL", metavar="URL",
               help="Database URL (sqlite+aiosqlite:///FILE, postgresql+asyncpg://..., "
-                   "memory://). Default: $STM_DATABASE_URL, else a per-user SQLite file.")
+                   "memory://) or a SQLite file's path. Default: $STM_DATABASE_URL, else a "
+                   "per-user SQLite file.")
 @click.option("--json", "json_output", is_flag=True, help="Print machine-readable JSON.")
 @click.option("-v", "--verbose", count=True,
               help="Log to stderr: -v what stm does (info), -vv everything (debug).")
@@ -77,6 +78,6 @@ def cli(ctx: click.Context, db_url: str | None, json_output: bool, verbose: int,
       stm -v user forget 42 --yes
     """
     configure(level_for(verbose, log_level))
-    ctx.obj = CliState(db_url=db_url or None, json_output=json_output,
+    ctx.obj = CliState(db_url=database_url(db_url), json_output=json_output,
                        settings=Settings.from_env())
 

@@ -159,8 +159,10 @@ def context(state: CliState, server_id: str | None, dm: bool, user_id: str | Non
     """Show the short-term memory of a turn and where it lands in the prompt.
 
     Prints the memory items, the nudge (when due), both depths, the tool
-    schema in neutral form and a dialogue with everything spliced in. Nothing
-    is written.
+    schema in neutral form and a dialogue with everything spliced in, as
+    --user would see them. Nothing is written: no turn is counted or
+    recorded, and a database without a current schema is refused ('stm db
+    upgrade' creates it).
 
     \b
     Examples:

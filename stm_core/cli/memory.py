@@ -265,6 +265,7 @@ def show_history(out: Screen, history: MemoryHistoryView) -> None:
 @memory.command("history")
 @memory_options
 @json_option
+@reads_only
 @pass_state
 def history(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
             channel_id: str, persona_id: str | None) -> None:

@@ -89,7 +89,11 @@ def params_show(state: CliState, server_id: str) -> None:
       stm server params show 1234567890
       stm --json server params show 1234567890
     """
-    show_params(state, with_admin(state, lambda admin: admin.server_params(server_id)))
+    result = with_admin(state, lambda admin: admin.server_params(server_id))
+    if result.defaults >= result.labels.keys():
+        note(f"Nothing is stored for server {server_id}: every parameter shown is the "
+             "default.")
+    show_params(state, result)
 
 
 @params.command("set")

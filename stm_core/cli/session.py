@@ -27,11 +27,12 @@ T = TypeVar("T")
 @asynccontextmanager
 async def open_cli_store(state: CliState) -> AsyncIterator[Stm]:
     """The store on ``--db``/``STM_DATABASE_URL``, else on the per-user default
-    SQLite file (created with its folder, and named on stderr). The schema is
-    created or upgraded on open. A read-only command refuses a SQLite file
-    that does not exist rather than create an empty one and show defaults."""
+    SQLite file (created with its folder, and named on stderr). A command that
+    writes creates or upgrades the schema on open; a read-only command never
+    does (:func:`require_schema`): it refuses a database without a current
+    schema, naming ``stm db upgrade``, rather than create one and show defaults."""
     if state.read_only:
-        require_database(state.effective_url)
+        await require_schema(state.effective_url)
     if state.uses_default_location:
         path = default_database_path()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,14 +55,38 @@ def with_admin(state: CliState, call: Callable[[Admin], Awaitable[T]]) -> T:
     return run(go())
 
 
-def require_database(url: str) -> None:
+async def require_schema(url: str) -> None:
+    """Refuse, naming ``stm db upgrade``, a SQLite or PostgreSQL database whose
+    schema opening it would create or upgrade. Looked at without opening a
+    store (:mod:`~stm_plugins.sqlalchemy_storage.version_probe`), so nothing
+    is written; ``memory://`` and other adapters' URLs keep nothing to check."""
+    from stm_plugins.sqlalchemy_storage import migrations as mig
+    from stm_plugins.sqlalchemy_storage.urls import POSTGRES_SCHEMES, SQLITE_SCHEMES
+    from stm_plugins.sqlalchemy_storage.version_probe import read_schema_version
+
+    scheme = url.partition("://")[0].lower()
+    if scheme not in (*SQLITE_SCHEMES, *POSTGRES_SCHEMES):
+        return
     path = sqlite_path(url)
-    if path is not None and str(path) != ":memory:" and not path.exists():
-        raise ConfigurationError(f"no database at {path}; `stm db upgrade` creates one")
+    if path is not None:
+        if str(path) == ":memory:":
+            return
+        if not path.exists():
+            raise ConfigurationError(f"no database at {path}; `stm db upgrade` creates one")
+    where = str(path) if path is not None else redact_url(url)
+    version = await read_schema_version(url)
+    if version is None:
+        raise ConfigurationError(f"no stm schema in {where}; `stm db upgrade` creates it "
+                                 "(a read command creates nothing)")
+    if mig.pending_steps(version, mig.MIGRATIONS):
+        raise ConfigurationError(
+            f"the schema of {where} is at version {version}, older than this stm's "
+            f"{mig.SCHEMA_VERSION}; `stm db upgrade` upgrades it (a read command changes "
+            "nothing)")
 
 
 def reads_only(func: F) -> F:
-    """Mark a command as one that only reads (see :func:`require_database`)."""
+    """Mark a command as one that only reads (see :func:`require_schema`)."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -77,8 +102,10 @@ def redact_url(url: str) -> str:
 
 
 def sqlite_path(url: str) -> Path | None:
-    prefix = "sqlite+aiosqlite:///"
-    return Path(url[len(prefix):].split("?", 1)[0]) if url.startswith(prefix) else None
+    for prefix in ("sqlite+aiosqlite:///", "sqlite:///"):
+        if url.startswith(prefix):
+            return Path(url[len(prefix):].split("?", 1)[0])
+    return None
 
 
 def pass_state(func: F) -> F:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
+import click
 
+from stm_core.errors import ValidationError
 from stm_core.settings import Settings
 
 T = TypeVar("T")
@@ -49,6 +52,33 @@ class CliState:
         return self.db_url is None
 
 
+def database_url(value: str | None) -> str | None:
+    """``--db`` as typed: a URL, or a bare path (``bot.db``), taken as a SQLite file."""
+    if not value:
+        return None
+    return value if "://" in value else f"sqlite+aiosqlite:///{value}"
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run one coroutine to completion from a synchronous click command."""
-    return asyncio.run(coro)
+    """Run one coroutine to completion from a synchronous click command.
+    A refused value is named by the option the operator typed."""
+    try:
+        return asyncio.run(coro)
+    except ValidationError as exc:
+        name_the_option(exc)
+        raise
+
+
+def name_the_option(exc: ValidationError) -> None:
+    """Name the current command's option (``--cadence``) where a refusal starts
+    with the API field behind it (``refresh_cadence must be ...``)."""
+    ctx = click.get_current_context(silent=True)
+    message = str(exc)
+    if ctx is None or not exc.field or not re.match(rf"{re.escape(exc.field)}\b", message):
+        return
+    for param in ctx.command.params:
+        if isinstance(param, click.Option) and param.name == exc.field:
+            flag = max(param.opts, key=len)
+            exc.args = (flag + message[len(exc.field):], *exc.args[1:])
+            exc.field = flag
+            return

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from stm_core.cli.memory import show_cleared
-from stm_core.cli.output import emit, on_off, output_option, plain, write_json
+from stm_core.cli.output import emit, note, on_off, output_option, plain, write_json
 from stm_core.cli.safety import confirm, dry_run_option, yes_option
 from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only, with_admin
 from stm_core.cli.state import CliState, run
 
 if TYPE_CHECKING:
     from stm_core.admin.values import UserOptIn
+    from stm_core.cli.screen import Screen
 
 
 @click.group()
@@ -84,7 +86,8 @@ def forget(state: CliState, user_id: str, dry_run: bool, yes: bool) -> None:
 
     Their own rows in every server and DM, their lines in shared channel
     memories and in other users' copies, their cross-server opt-in. Lines
-    stored without an author id cannot be attributed (see docs/privacy.md).
+    stored without an author id cannot be attributed: the result counts those
+    in the user's channels ('unchecked_lines'; see docs/privacy.md).
 
     \b
     Examples:
@@ -97,10 +100,25 @@ def forget(state: CliState, user_id: str, dry_run: bool, yes: bool) -> None:
         confirm(f"remove everything stored of user {user_id}, everywhere", yes=yes)
     result = with_admin(state, lambda admin: admin.forget_user(user_id, dry_run=dry_run))
     verb = "Would remove" if dry_run else "Removed"
-    emit(state, result.to_dict(), lambda out: plain(
-        out, f"{verb} user {user_id}'s {len(result.rows_removed)} own memory rows and "
-             f"{result.lines_removed} lines in {len(result.rows_changed)} other rows; "
-             f"stored preferences: {'yes' if result.preferences_removed else 'none'}."))
+    data = result.to_dict()
+
+    def human(out: Screen) -> None:
+        plain(out, f"{verb} user {user_id}'s {len(result.rows_removed)} own memory rows and "
+                   f"{result.lines_removed} lines in {len(result.rows_changed)} other rows; "
+                   f"stored preferences: {'yes' if result.preferences_removed else 'none'}.")
+        plain(out, unchecked_sentence(result.unchecked_lines, data["unchecked_rows"]))
+
+    emit(state, data, human)
+
+
+def unchecked_sentence(lines: int, rows: Sequence[Mapping[str, Any]]) -> str:
+    """What erasure and export could not check, and what the operator can do."""
+    if not lines:
+        return "No line in their channels lacks an author id: every line was checked."
+    channels = ", ".join(sorted({str(row["channel_id"]) for row in rows}))
+    return (f"{lines} user lines in {len(rows)} rows of their channels ({channels}) carry no "
+            "author id and could not be checked; 'stm memory clear-channel CHANNEL --yes' "
+            "removes them now (docs/privacy.md, \"Lines without an author id\").")
 
 
 @user.command("export")
@@ -112,7 +130,9 @@ def export(state: CliState, user_id: str, output: Path | None) -> None:
     """Write every stored thing about a user as JSON (an access request).
 
     Their own rows (summaries, categories, raw lines), their lines in other
-    rows, and their preferences.
+    rows, and their preferences. 'unchecked_lines' counts the user lines in
+    their channels stored without an author id (not exported: nobody can
+    tell whose they are); a note on stderr says it too.
 
     \b
     Examples:
@@ -121,3 +141,4 @@ def export(state: CliState, user_id: str, output: Path | None) -> None:
     """
     exported = with_admin(state, lambda admin: admin.export_user(user_id))
     write_json(exported, output)
+    note(unchecked_sentence(exported["unchecked_lines"], exported["unchecked_rows"]))

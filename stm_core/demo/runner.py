@@ -53,6 +53,9 @@ class _Said:
     persona: str | None  # persona key for bot messages
     speaker: str
     text: str
+    #: The user's id (a persona's id for bot messages), passed as the line's
+    #: author so erasure finds it, as every host should.
+    author_id: str | None = None
 
 
 def display_url(url: str) -> str:
@@ -107,7 +110,8 @@ class Replay:
         lines = self._dialogues[scripted.channel]
         incoming = tuple(SpokenLine(speaker=t.users[m.user].name, text=m.text)
                          for m in scripted.messages)
-        lines.extend(_Said(persona=None, speaker=s.speaker, text=s.text) for s in incoming)
+        lines.extend(_Said(persona=None, speaker=t.users[m.user].name, text=m.text,
+                           author_id=t.users[m.user].id) for m in scripted.messages)
         window = lines[-t.history_window:]
 
         turn = self.world.turn(scripted)
@@ -138,11 +142,13 @@ class Replay:
                             written=dict(result.written))
 
         history = [HistoryMessage(author_type="user" if s.persona is None else "persona",
-                                  content=s.text, speaker_name=s.speaker) for s in window]
+                                  content=s.text, speaker_name=s.speaker,
+                                  author_id=s.author_id) for s in window]
         response = PersonaResponse(content=answer.reply, persona_name=persona.name,
                                    persona_id=persona.id, persona_lineage_id=persona.lineage)
         recorded = await self.stm.record_turn(turn, history, [response])
-        lines.append(_Said(persona=scripted.persona, speaker=persona.name, text=answer.reply))
+        lines.append(_Said(persona=scripted.persona, speaker=persona.name, text=answer.reply,
+                           author_id=persona.id))
         self.audit.said(where, [*(s.text for s in incoming), answer.reply])
 
         key = (scripted.channel, scripted.persona)

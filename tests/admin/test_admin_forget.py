@@ -181,8 +181,10 @@ async def test_forget_logs_the_counts_an_operator_audits(
     said = [r.getMessage() for r in caplog.records
             if r.name == "stm.admin" and "forgotten" in r.getMessage()]
     assert said == [
-        f"user {X} forgotten: 2 own rows, 4 lines in 4 other rows, preferences removed",
-        f"user {X} forgotten: 0 own rows, 0 lines in 0 other rows, preferences none stored"]
+        f"user {X} forgotten: 2 own rows, 4 lines in 4 other rows, preferences removed; "
+        "0 lines without an author id in 0 rows of their channels not checked",
+        f"user {X} forgotten: 0 own rows, 0 lines in 0 other rows, preferences none stored; "
+        "0 lines without an author id in 0 rows of their channels not checked"]
 
 
 async def test_a_forgotten_users_cached_opt_in_is_gone_too(stm: Stm) -> None:

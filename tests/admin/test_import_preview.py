@@ -5,6 +5,7 @@ would be stored; nothing is written."""
 from __future__ import annotations
 
 from stm_core.admin.config_preview import changed_fields
+from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from tests.conftest import OpenStm
 
 
@@ -29,8 +30,28 @@ async def test_a_dry_run_shows_the_configuration_that_would_be_stored(
                             "config"}
         assert (dry["server_id"], dry["dry_run"]) == ("g2", True)
         assert dry["would_change"] == ["categories", "params.refresh_cadence"]
-        assert dry["clears_server_memories"] is True
+        assert dry["clears_server_memories"] is False  # g2 has no memories to clear
         assert dry["config"]["categories"] == doc["categories"]
         assert dry["config"]["params"]["refresh_cadence"] == 9
         assert dry["config"]["server_id"] == "g2"
         assert (await stm.admin.categories("g2")).is_default  # nothing written
+
+
+async def test_only_a_server_with_shared_memories_is_warned_they_go(
+        open_stm: OpenStm) -> None:
+    """New categories clear the server's shared memories: the preview says so
+    when there are some, and not on a server that has none."""
+    async with open_stm("memory://") as stm:
+        doc = await stm.admin.export_config("g1")
+        doc["categories"] = [{"label": "Mood", "description": "how they feel"}]
+        assert not (await stm.admin.import_config("g1", doc, dry_run=True))[
+            "clears_server_memories"]
+        await stm.record_turn(
+            Turn(user_id="u1", channel_id="c1", server_id="g1", persona_id="p"),
+            [HistoryMessage(author_type="user", content="hi", author_id="u1")],
+            [PersonaResponse(content="yo", persona_name="Bot", persona_id="p")])
+        assert (await stm.admin.import_config("g1", doc, dry_run=True))[
+            "clears_server_memories"]
+        doc["categories"] = (await stm.admin.export_config("g1"))["categories"]
+        assert not (await stm.admin.import_config("g1", doc, dry_run=True))[
+            "clears_server_memories"]  # the categories stay: nothing is cleared

@@ -21,7 +21,8 @@ async def seed(stm: Any) -> None:
     await stm.admin.set_user_opt_in(X, opt_in=True)
     await stm.capture([CaptureWrite(key=MemoryKey.server("g1", "c1", "p"),
                                     now_ms=stm.clock.now_ms(),
-                                    messages=authored(("someone", "hi"), (X, "x-secret")))])
+                                    messages=authored(("someone", "hi"), (X, "x-secret"),
+                                                      (None, "whose is this?")))])
 
 
 async def test_forget_result_json(open_stm: OpenStm) -> None:
@@ -31,7 +32,8 @@ async def test_forget_result_json(open_stm: OpenStm) -> None:
             data = (await stm.admin.forget_user(X, dry_run=dry_run)).to_dict()
             assert json.loads(json.dumps(data)) == {
                 "user_id": X, "dry_run": dry_run, "rows_removed": [OWN],
-                "rows_changed": [SHARED], "lines_removed": 1, "preferences_removed": True}
+                "rows_changed": [SHARED], "lines_removed": 1, "preferences_removed": True,
+                "unchecked_lines": 1, "unchecked_rows": [SHARED]}
 
 
 async def test_export_json_holds_own_rows_whole_and_only_the_users_lines_elsewhere(
@@ -50,4 +52,6 @@ async def test_export_json_holds_own_rows_whole_and_only_the_users_lines_elsewhe
     [other] = data["lines_in_other_rows"]
     assert other["key"] == SHARED and other["updated_at_ms"] == now
     assert [(m["author_id"], m["content"]) for m in other["messages"]] == [(X, "x-secret")]
+    # The line without an author is counted, not exported: it may be anyone's.
+    assert (data["unchecked_lines"], data["unchecked_rows"]) == (1, [SHARED])
     assert set(other) == {"key", "messages", "updated_at_ms"}  # nothing else of a shared row

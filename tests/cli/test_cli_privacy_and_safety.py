@@ -103,31 +103,6 @@ def test_db_path_names_the_file_without_creating_it(stm_cli: RunStm, db_file: Pa
     assert pg["path"] is None and "secret" not in pg["url"]
 
 
-READ_COMMANDS = (
-    ("server", "params", "show", "g1"),
-    ("server", "categories", "show", "g1"),
-    ("server", "list"),
-    ("memory", "view", "--server", "g1", "--channel", "c1"),
-    ("memory", "list", "--server", "g1"),
-    ("user", "opt-in", "show", "u1"),
-    ("user", "export", "u1"),
-    ("user", "forget", "u1", "--dry-run"),
-    ("memory", "clear-channel", "c1", "--dry-run"),
-    ("janitor", "--dry-run"),
-    ("config", "export", "g1"),
-    ("db", "info"),
-    ("context", "--server", "g1", "--channel", "c1", "--user", "u1"),
-)
-
-
-@pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda c: " ".join(c[:2]))
-def test_read_commands_refuse_a_missing_sqlite_file(stm_cli: RunStm, db_file: Path,
-                                                    command: tuple[str, ...]) -> None:
-    line = refused(stm_cli(*command))
-    assert line == f"stm: error: no database at {db_file}; `stm db upgrade` creates one"
-    assert not db_file.exists()
-
-
 async def test_dry_runs_change_nothing(stm_db: RunStm, db_url: str, tmp_path: Path) -> None:
     now = SystemClock().now_ms()
     old = now - 100 * 86_400_000

@@ -31,18 +31,32 @@ def test_params_show_set_reset(stm_cli: RunStm) -> None:
     assert reset["refresh_cadence"] == 5 and reset["render_mode"] == "supersede"
 
 
-def test_params_refusals(stm_cli: RunStm) -> None:
-    assert "render_mode" in refused(stm_cli("server", "params", "set", "g1",
-                                            "--render-mode", "sideways"))
-    assert "content_injection_depth" in refused(
-        stm_cli("server", "params", "set", "g1", "--content-depth", "-2"))
+def test_params_refusals_name_the_flag_the_operator_typed(stm_cli: RunStm) -> None:
+    """Not the API field behind it (``refresh_cadence``): the operator typed ``--cadence``."""
+    cases = [(("--render-mode", "sideways"), "--render-mode must be one of"),
+             (("--content-depth", "-2"), "--content-depth must be an integer from -1 to 20"),
+             (("--cadence", "500"), "--cadence must be an integer from 1 to 100, got 500"),
+             (("--budget", "-5"), "--budget must be an integer from 0 to 1000000"),
+             (("--crude-messages", "0"), "--crude-messages must be an integer from 1"),
+             (("--nudge-depth", "21"), "--nudge-depth must be an integer from 0 to 20")]
+    for args, start in cases:
+        line = refused(stm_cli("server", "params", "set", "g1", *args))
+        assert line.startswith(f"stm: error: {start}"), line
     assert "server_id" in refused(stm_cli("server", "params", "show", "has space"))
     assert "cache-policy" in refused(stm_cli("server", "params", "set", "g1",
                                              "--cache-policy", "warm"))
-    assert "prompt_budget_tokens" in refused(
-        stm_cli("server", "params", "set", "g1", "--budget", "-5"))
     shown = ok(stm_cli("--json", "server", "params", "show", "g1")).json()
     assert len(shown["defaults"]) == 7, "nothing was written"
+
+
+def test_params_show_says_when_nothing_is_stored(stm_cli: RunStm) -> None:
+    ok(stm_cli("db", "upgrade"))
+    for server in ("notanumber", "g1"):
+        shown = ok(stm_cli("server", "params", "show", server))
+        assert shown.stderr == (f"Nothing is stored for server {server}: every parameter "
+                                "shown is the default.\n")
+    ok(stm_cli("server", "params", "set", "g1", "--cadence", "3"))
+    assert ok(stm_cli("server", "params", "show", "g1")).stderr == ""
 
 
 def test_prompts_set_show_reset(stm_cli: RunStm, tmp_path: Path) -> None:

@@ -75,4 +75,24 @@ async def test_an_encoding_that_cannot_load_falls_back_once(
         assert stm.hooks.token_counter("openai") is estimate_tokens
         assert stm.hooks.token_counter("anthropic") is estimate_tokens
     assert calls == [tiktoken_counter.ENCODING]  # tried once for the process
-    assert "could not be loaded (no network)" in caplog.text
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning == (f"tiktoken could not load its {tiktoken_counter.ENCODING} encoding "
+                       "(ConnectionError; offline? put the file in TIKTOKEN_CACHE_DIR); "
+                       "counting tokens with the estimate")
+
+
+async def test_offline_the_warning_is_one_short_line_naming_the_cache_variable(
+        stm: Stm, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A resolver error is hundreds of characters long; the warning stays short."""
+    resolver = ("HTTPSConnectionPool(host='openaipublic.blob.core.windows.net', port=443): "
+                "Max retries exceeded " + "x" * 300)
+
+    def offline(name: str) -> Any:
+        raise OSError(resolver)
+
+    monkeypatch.setattr(tiktoken, "get_encoding", offline)
+    with caplog.at_level(logging.WARNING, logger="stm.tiktoken"):
+        stm.hooks.token_counter("openai")
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "TIKTOKEN_CACHE_DIR" in warning and "\n" not in warning
+    assert len(warning) < 160 and "openaipublic" not in warning

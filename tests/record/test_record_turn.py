@@ -62,7 +62,9 @@ async def test_guild_turn_stores_cleaned_lines_in_both_rows(stm: Stm, clock: Man
         user("[System: Message metadata: sent at noon]   \t"),  # dropped too
         persona("Nice picture!", name=None),
     ]
-    result = await stm.record_turn(guild_turn(), history, [reply("  Thanks, Alice!  ")])
+    # A reply is cleaned like a history line, annotations included.
+    result = await stm.record_turn(guild_turn(), history, [reply(
+        "  Thanks, Alice! [System: Reactions on this message: 👍] ")])
 
     assert result.recorded and result.skipped_reason is None
     assert result.counters == {"p1": 1}

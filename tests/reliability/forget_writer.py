@@ -1,11 +1,13 @@
 """A bot process recording turns while a user is forgotten elsewhere:
-``python -m tests.reliability.forget_writer URL TAG TURNS CHANNELS``.
+``python -m tests.reliability.forget_writer URL TAG TURNS CHANNELS [IDS]``.
 
 It warms its cache (reporting whether builds show the forgotten user's
 words), waits for a line on stdin, then records ``TURNS`` turns of its own
 users (``w-TAG-*``) in random channels ``c0..c{CHANNELS-1}`` of server ``G``
 (every line carries its author id; none is by the forgotten user), then
-reports every window it wrote, per channel.
+reports every window it wrote, per channel. With ``IDS`` ``trigger``, the
+newest line (the triggering message) carries none, as from a host that does
+not pass them: stm attributes it to the turn's user.
 After that it answers ``check`` on stdin: it builds a turn's context in every
 channel from its (warm, listening) cache and reports whether any text holds a
 word of the forgotten user.
@@ -32,7 +34,7 @@ def say(**fields: Any) -> None:
     sys.stdout.flush()
 
 
-async def main(url: str, tag: str, turns: int, channels: int) -> None:
+async def main(url: str, tag: str, turns: int, channels: int, ids: str) -> None:
     rng = random.Random(tag)
     windows: dict[str, list[list[str]]] = {}
     async with open_store(url, load_entrypoints=False) as stm:
@@ -43,9 +45,11 @@ async def main(url: str, tag: str, turns: int, channels: int) -> None:
             channel = f"c{rng.randrange(channels)}"
             user = f"w-{tag}-{i % 3}"
             history = [HistoryMessage(author_type="user", content=f"{tag}-{i}-{n}",
-                                      author_id=user, speaker_name=user) for n in range(2)]
+                                      author_id=None if ids == "trigger" and n == 1 else user,
+                                      speaker_name=user) for n in range(2)]
             await stm.record_turn(
-                Turn(user_id=user, channel_id=channel, server_id=SERVER, persona_id="p"),
+                Turn(user_id=user, channel_id=channel, server_id=SERVER, persona_id="p",
+                     triggerer_name=user),
                 history, [PersonaResponse(content=f"re {tag}-{i}", persona_name="Bot",
                                           persona_id="p")])
             windows.setdefault(channel, []).append([m.content for m in history]
@@ -77,4 +81,5 @@ async def sees_forgotten(stm: Any, channels: int) -> bool:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                     sys.argv[5] if len(sys.argv) > 5 else "all"))

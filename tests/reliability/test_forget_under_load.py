@@ -20,6 +20,8 @@ import random
 import sys
 from typing import Any
 
+import pytest
+
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.storage.records import MemoryFilter, MemoryRecord
 from stm_core.store import Stm, open_store
@@ -59,9 +61,9 @@ def texts(record: MemoryRecord) -> list[str]:
     return [m.content for m in record.messages]
 
 
-async def start_writer(url: str, tag: str) -> asyncio.subprocess.Process:
+async def start_writer(url: str, tag: str, ids: str = "all") -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        *child_command("forget_writer", url, tag, str(TURNS), str(CHANNELS)),
+        *child_command("forget_writer", url, tag, str(TURNS), str(CHANNELS), ids),
         env=child_env(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
 
@@ -77,9 +79,12 @@ async def expect(proc: asyncio.subprocess.Process, event: str) -> dict[str, Any]
     return answer
 
 
-async def test_forget_while_other_processes_record_turns(db_url: str) -> None:
+@pytest.mark.parametrize("ids", ["all", "trigger"])
+async def test_forget_while_other_processes_record_turns(db_url: str, ids: str) -> None:
+    """``ids="trigger"``: the writers' hosts pass no author id for the
+    triggering message; stm's own attribution must hold under the race too."""
     await seed(db_url, CHANNELS)
-    writers = [await start_writer(db_url, f"w{i}") for i in range(WRITERS)]
+    writers = [await start_writer(db_url, f"w{i}", ids) for i in range(WRITERS)]
     try:
         for proc in writers:
             assert (await expect(proc, "warm"))["showed_forgotten"]
@@ -99,6 +104,9 @@ async def test_forget_while_other_processes_record_turns(db_url: str) -> None:
             assert not [m for r in rows for m in r.messages
                         if m.author_id == X or "x-secret" in m.content]
             assert not [r for r in rows if r.key.user_id == X]
+            assert not [m for r in rows for m in r.messages
+                        if m.role == "user" and m.author_id is None]
+            assert result.unchecked_lines == 0
             for record in rows:
                 channel = record.key.channel_id
                 if record.key.scope_kind == "user":

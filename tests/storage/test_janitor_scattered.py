@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -270,7 +271,11 @@ async def test_a_stopped_run_says_so_and_the_cache_stays_true(
             run.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await run
-        assert any("stopped after deleting" in r.getMessage() for r in caplog.records)
+        [stopped] = [r.getMessage() for r in caplog.records if "stopped after" in r.getMessage()]
+        # The cutoff as a date and an age, not milliseconds since 1970.
+        assert str(cutoff) not in stopped
+        assert re.search(r"untouched since \d{4}-\d\d-\d\d \d\d:\d\d UTC \("
+                         rf"{settings.janitor_retention_days:g} days ago\) are left", stopped)
         assert await cache_problems(stm) == []
         assert 0 < await old_left(stm.adapter, cutoff) < 100
         await stm.server_memories(OLD_SERVER)
