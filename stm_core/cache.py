@@ -24,9 +24,12 @@ user-scope memories), because that is what one turn reads.
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import islice
 from typing import Generic, TypeVar
 
 import attrs
@@ -152,25 +155,39 @@ class MemoryView:
     write finds its place by a binary search and goes in with one list
     insert, however far out of order it was stamped (another process whose
     clock is behind). At most ``max_rows`` are kept: past that the oldest go, and
-    ``dropped_through_ms`` says up to when rows may be missing (a probe of
-    such a key asks the database). ``absent`` remembers keys probed and not
+    ``dropped_through`` says up to which place in that order rows may be
+    missing (``dropped_through_ms`` up to when; a probe of such a key asks the
+    database): every row dropped stands at or below it, every row kept above
+    it, so a tie is never ambiguous. ``absent`` remembers keys probed and not
     found (bounded too), so a warm turn on a channel without a row makes no
     database call.
+
+    A server's view may also hold a few :class:`ScopedRows`, one per persona
+    lineage a build asked for (:meth:`scoped`): the rows such a build may
+    show, kept in step with every write the view hears.
     """
 
     def __init__(self, records: Iterable[MemoryRecord] = (), *, max_rows: int = 1000) -> None:
         self.max_rows = max_rows
         # Stable: a key given twice at one time keeps the later row (below).
-        ordered = sorted(records, key=_place)
+        ordered = sorted(records, key=place)
         self.records: dict[MemoryKey, MemoryRecord] = {r.key: r for r in ordered}
         if len(self.records) < len(ordered):  # a key given twice: its last row stands
             ordered = _each_key_once(ordered, self.records)
         self._times = [r.updated_at_ms for r in ordered]
         self._keys = [r.key for r in ordered]
         self.absent: BoundedKeySet[MemoryKey] = BoundedKeySet(max_rows)
-        #: Rows updated at or before this may have been dropped for the bound.
-        self.dropped_through_ms: int | None = None
+        #: Rows at or below this place (see :func:`place`) may have been
+        #: dropped for the bound.
+        self.dropped_through: Place | None = None
+        self._scopes: LRU[str | None, ScopedRows] = LRU(MAX_SCOPES_PER_VIEW)
         self._trim()
+
+    @property
+    def dropped_through_ms(self) -> int | None:
+        """Rows updated at or before this may have been dropped for the bound."""
+        dropped = self.dropped_through
+        return None if dropped is None else dropped[0]
 
     def apply(self, record: MemoryRecord) -> None:
         key = record.key
@@ -181,26 +198,61 @@ class MemoryView:
             if record.rev < current.rev:
                 return
             self._unplace(current)
-        records[key] = record
+        self._insert(record)
+        for scoped in self._scopes.values():
+            scoped.apply(record)
+
+    def _insert(self, record: MemoryRecord) -> None:
+        key = record.key
+        self.records[key] = record
         at = record.updated_at_ms
         times, keys = self._times, self._keys
         if not times or times[-1] < at:  # the usual write: newer than every row
-            place = len(times)
+            index = len(times)
         else:
-            place = bisect_left(times, at)
-            if place < len(times) and times[place] == at:  # rows of its time stand by key
+            index = bisect_left(times, at)
+            if index < len(times) and times[index] == at:  # rows of its time stand by key
                 mine = _tie_order(key)
-                while place < len(times) and times[place] == at and _tie_order(keys[place]) < mine:
-                    place += 1
-        times.insert(place, at)
-        keys.insert(place, key)
+                while index < len(times) and times[index] == at and _tie_order(keys[index]) < mine:
+                    index += 1
+        times.insert(index, at)
+        keys.insert(index, key)
         self._trim()
 
     def forget(self, key: MemoryKey) -> None:
+        self.discard(key)
+        self.absent.add(key)
+        for scoped in self._scopes.values():
+            scoped.forget(key)
+
+    def discard(self, key: MemoryKey) -> None:
+        """Let ``key``'s row go (it is not known absent: it moved elsewhere)."""
         record = self.records.pop(key, None)
         if record is not None:
             self._unplace(record)
-        self.absent.add(key)
+
+    def scoped(self, lineage: str | None) -> ScopedRows | None:
+        """The rows kept for builds of ``lineage`` (``None``: every lineage),
+        if a build asked for them since the view was loaded."""
+        scoped = self._scopes.get(lineage)
+        return scoped if scoped is not None and scoped.ready else None
+
+    def add_scope(self, scoped: ScopedRows) -> None:
+        """Keep ``scoped`` in step with this view's writes from now on (the
+        least recently used scope goes past ``MAX_SCOPES_PER_VIEW``)."""
+        self._scopes.put(scoped.lineage, scoped)
+
+    def drop_scope(self, scoped: ScopedRows) -> None:
+        """Stop keeping ``scoped`` (its read failed)."""
+        if self._scopes.peek(scoped.lineage) is scoped:
+            self._scopes.pop(scoped.lineage)
+
+    def newest_since(self, since_ms: int) -> Iterator[MemoryRecord]:
+        """The rows updated at or after ``since_ms``, newest first; older rows
+        are not touched."""
+        start = bisect_left(self._times, since_ms)
+        return map(self.records.__getitem__, islice(reversed(self._keys),
+                                                    len(self._keys) - start))
 
     def newest_first(self) -> Iterator[MemoryRecord]:
         """The rows, newest first (a build stops after the few it shows)."""
@@ -229,12 +281,12 @@ class MemoryView:
         excess = len(keys) - self.max_rows
         if excess <= 0:
             return
-        oldest = times[excess - 1]
+        oldest = (times[excess - 1], _tie_order(keys[excess - 1]))
         for key in keys[:excess]:
             del self.records[key]
         del times[:excess], keys[:excess]
-        dropped = self.dropped_through_ms
-        self.dropped_through_ms = oldest if dropped is None else max(dropped, oldest)
+        dropped = self.dropped_through
+        self.dropped_through = oldest if dropped is None else max(dropped, oldest)
 
 
 def _each_key_once(ordered: list[MemoryRecord], kept: Mapping[MemoryKey, MemoryRecord]
@@ -254,8 +306,89 @@ def _tie_order(key: MemoryKey) -> tuple[str, str, str, str, str]:
     return (key.scope_kind, key.server_id, key.user_id, key.channel_id, key.persona_id)
 
 
-def _place(record: MemoryRecord) -> tuple[int, tuple[str, str, str, str, str]]:
+#: A row's place in a view's order: its time, then its key's fields.
+Place = tuple[int, tuple[str, str, str, str, str]]
+
+
+def place(record: MemoryRecord) -> Place:
+    """Where ``record`` stands in every view's order (rows ascend by it)."""
     return (record.updated_at_ms, _tie_order(record.key))
+
+
+#: Lineages (one of them "every lineage") a server's view keeps rows for.
+MAX_SCOPES_PER_VIEW = 4
+
+
+class ScopedRows:
+    """The rows of one server's view that builds of one persona lineage may
+    show, whatever other lineages, or rows that expired, stand above them.
+
+    A build of lineage ``L`` shows only rows of ``L`` (every row when ``L``
+    is ``None``) that have not expired. Those are kept here in two views, the
+    rows with a summary and those without, each in the view order and each
+    bounded to half the view's bound, so a build walks the two newest first
+    and skips what expired by one binary search (crude rows expire first, so
+    they may stand above summaries that still show). Rows without a summary
+    that had already expired when the rows were read (``crude_since_ms``)
+    are left out: time only moves on, so they never show again.
+    """
+
+    def __init__(self, lineage: str | None, rows: Iterable[MemoryRecord], *,
+                 crude_since_ms: int, max_rows: int) -> None:
+        self.lineage = lineage
+        self.crude_since_ms = crude_since_ms
+        mine = [r for r in rows if self._takes(r)]
+        half = max(1, max_rows // 2)
+        self.summaries = MemoryView([r for r in mine if r.summary], max_rows=half)
+        self.crude = MemoryView([r for r in mine if not r.summary], max_rows=half)
+        #: Whether a build may use these rows (not while they are being read).
+        self.ready = True
+        self._deleted: set[MemoryKey] | None = None
+
+    @contextlib.contextmanager
+    def loading(self) -> Iterator[set[MemoryKey]]:
+        """While rows are read into this scope: not ready, and the keys
+        deleted meanwhile are collected (a row read before its deletion must
+        not come back). Ready after, unless the read failed."""
+        deleted: set[MemoryKey] = set()
+        self.ready, self._deleted = False, deleted
+        try:
+            yield deleted
+        finally:
+            self._deleted = None
+        self.ready = True
+
+    def _takes(self, record: MemoryRecord) -> bool:
+        lineage = self.lineage
+        return ((lineage is None or record.persona_lineage_id == lineage)
+                and (bool(record.summary) or record.updated_at_ms >= self.crude_since_ms))
+
+    def apply(self, record: MemoryRecord) -> None:
+        key = record.key
+        current = self.summaries.records.get(key) or self.crude.records.get(key)
+        if current is not None and record.rev < current.rev:
+            return
+        self._discard(key)
+        if self._takes(record):
+            (self.summaries if record.summary else self.crude).apply(record)
+
+    def forget(self, key: MemoryKey) -> None:
+        if self._deleted is not None:
+            self._deleted.add(key)
+        self._discard(key)
+
+    def _discard(self, key: MemoryKey) -> None:
+        self.summaries.discard(key)
+        self.crude.discard(key)
+
+    def newest_first(self, *, summary_since_ms: int, crude_since_ms: int
+                     ) -> Iterator[MemoryRecord]:
+        """The rows not expired at those bounds, newest first in view order."""
+        return heapq.merge(self.summaries.newest_since(summary_since_ms),
+                           self.crude.newest_since(crude_since_ms), key=place, reverse=True)
+
+    def __len__(self) -> int:
+        return len(self.summaries.records) + len(self.crude.records)
 
 
 @attrs.define

@@ -8,23 +8,28 @@ rows it may show, not every channel of the server. Folded and DM rows (one
 user's, few) are filtered up front, so the settings of every server they come
 from are loaded before any policy runs, as before.
 
-A view keeps only its newest rows (``cache_max_rows_per_view``). When the
-rows it dropped could have made the cut (fewer visible rows than the cap, or
-the last one shown no newer than the newest row dropped), the walk runs again
-over the full rows loaded from the database: the answer is always the one an
-unbounded cache would give.
+A view keeps only its newest rows (``cache_max_rows_per_view``), in one
+order (time, then key), so every row it dropped stands below every row it
+kept. Once a server's view has dropped rows that have not expired, the walk
+takes the view's rows for the turn's persona lineage instead
+(:class:`~stm_core.cache.ScopedRows`): read once from the database when a
+build first asks for them, then kept in step with every write, so neither
+another lineage's rows nor rows that expired stand in the way of a warm
+build. When rows a view dropped could still have made the cut (:func:`exact`),
+the walk runs again over the rows read from the database: the answer is
+always the one an unbounded cache would give.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import attrs
 
-from stm_core.cache import MemoryView, UserView
+from stm_core.cache import MemoryView, ScopedRows, UserView, place
 from stm_core.models import Turn
 from stm_core.pipeline.crossserver import folded_rows
 from stm_core.pipeline.expiry import drop_expired
@@ -36,6 +41,7 @@ from stm_core.pipeline.visibility import (
     origin_settings,
     visibility_context,
 )
+from stm_core.settings import Settings
 from stm_core.storage.records import MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
@@ -43,38 +49,110 @@ if TYPE_CHECKING:
 
 _UPDATED_AT = attrgetter("updated_at_ms")
 
+#: Where a stream's rows stand among rows of equal time in the walk: the
+#: server's own before folded ones (``heapq.merge`` is stable, own first).
+_OWN, _FOLDED = 1, 0
+
 
 async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
                          ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
     """The other-channel rows to show, newest first, and the origin servers' settings."""
-    shown, servers = await _walk(stm, turn, loaded)
-    cap = stm.settings.max_other_channels
-    views = [loaded.user.memories] if loaded.server is None or loaded.opt_in else []
-    if loaded.server is not None:
-        views.append(loaded.server)
-    for view in views:
-        if not _exact(view, shown, cap):
-            return await _walk(stm, turn, await _unbounded(stm, turn, loaded))
-    return shown, servers
+    env = stm.settings
+    server = loaded.server
+    scoped = None
+    if server is not None and _may_miss(server, loaded.now_ms, env):
+        scoped = await scoped_rows(stm, turn, loaded, server)
+    shown, servers = await _walk(stm, turn, loaded, scoped)
+    cap, now = env.max_other_channels, loaded.now_ms
+    users_exact = ((server is not None and not loaded.opt_in)
+                   or exact(loaded.user.memories, shown, cap, _FOLDED,
+                            since_ms=now - env.longest_ttl_ms))
+    own_exact = server is None or (
+        exact(server, shown, cap, _OWN, since_ms=now - env.longest_ttl_ms) if scoped is None
+        else scoped_exact(scoped, shown, cap, now, env))
+    if users_exact and own_exact:
+        return shown, servers
+    unbounded = await _unbounded(stm, turn, loaded, users=not users_exact,
+                                 own=not own_exact)
+    return await _walk(stm, turn, unbounded, scoped if own_exact else None)
 
 
-def _exact(view: MemoryView, shown: list[MemoryRecord], cap: int) -> bool:
-    """No row the view dropped could be among ``shown``."""
-    dropped = view.dropped_through_ms
-    return dropped is None or cap <= 0 or (len(shown) == cap
-                                            and shown[-1].updated_at_ms > dropped)
+def exact(view: MemoryView, shown: list[MemoryRecord], cap: int, rank: int, *,
+          since_ms: int) -> bool:
+    """No row ``view`` dropped could be among ``shown`` (the first ``cap``
+    rows of a walk in which the view's rows stand at ``rank``): it dropped
+    none, only rows updated before ``since_ms`` (expired), or the last row
+    shown comes before every row it dropped."""
+    dropped = view.dropped_through
+    if dropped is None or cap <= 0 or dropped[0] < since_ms:
+        return True
+    if len(shown) < cap:
+        return False
+    last = shown[-1]
+    at, key = place(last)
+    return (at, _OWN if last.key.scope_kind == "server" else _FOLDED, key) > (
+        dropped[0], rank, dropped[1])
 
 
-async def _unbounded(stm: Stm, turn: Turn, loaded: Loaded) -> Loaded:
-    """``loaded`` with every row of the load window, read from the database
+def scoped_exact(scoped: ScopedRows, shown: list[MemoryRecord], cap: int, now_ms: int,
+                 env: Settings) -> bool:
+    """:func:`exact` for both halves of ``scoped``, and none of the rows it
+    left out could show at ``now_ms``."""
+    crude_since = now_ms - env.crude_ttl_ms
+    return (crude_since >= scoped.crude_since_ms
+            and exact(scoped.summaries, shown, cap, _OWN,
+                      since_ms=now_ms - env.summary_ttl_ms)
+            and exact(scoped.crude, shown, cap, _OWN, since_ms=crude_since))
+
+
+def _may_miss(view: MemoryView, now_ms: int, env: Settings) -> bool:
+    """``view`` dropped rows that may not have expired yet."""
+    dropped = view.dropped_through
+    return dropped is not None and dropped[0] >= now_ms - env.longest_ttl_ms
+
+
+async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView) -> ScopedRows:
+    """The rows of ``server`` a build of the turn's lineage may show: cached
+    on the view, else read once from the database and cached there.
+
+    The scope is registered before the read, so writes heard meanwhile reach
+    it; a row the read returns never replaces a newer one, and a row deleted
+    meanwhile is not put back."""
+    lineage = turn.persona_lineage_id or None
+    cached = server.scoped(lineage)
+    if cached is not None:
+        return cached
+    env = stm.settings
+    now = loaded.now_ms
+    assert turn.server_id is not None
+    scoped = ScopedRows(lineage, (), crude_since_ms=now - env.crude_ttl_ms,
+                        max_rows=server.max_rows)
+    server.add_scope(scoped)
+    try:
+        with scoped.loading() as deleted:
+            rows = await stm.adapter.load_server_memories(
+                turn.server_id, updated_since_ms=now - env.longest_ttl_ms)
+            for row in rows:
+                if row.key not in deleted:
+                    scoped.apply(row)
+    except BaseException:
+        server.drop_scope(scoped)
+        raise
+    return scoped
+
+
+async def _unbounded(stm: Stm, turn: Turn, loaded: Loaded, *, users: bool,
+                     own: bool) -> Loaded:
+    """``loaded`` with every row of the load window of the user's view
+    (``users``) and of the server's view (``own``), read from the database
     (not cached: the cache keeps its bound)."""
     since = loaded.now_ms - stm.settings.longest_ttl_ms
     adapter = stm.adapter
-    user_id = loaded.user.prefs.user_id
-    user_rows = await adapter.load_user_memories(user_id, updated_since_ms=since)
-    user = UserView(prefs=loaded.user.prefs, memories=_all(user_rows))
-    server = None
-    if turn.server_id is not None:
+    user, server = loaded.user, loaded.server
+    if users:
+        rows = await adapter.load_user_memories(user.prefs.user_id, updated_since_ms=since)
+        user = UserView(prefs=user.prefs, memories=_all(rows))
+    if own and turn.server_id is not None:
         server = _all(await adapter.load_server_memories(turn.server_id,
                                                          updated_since_ms=since))
     return attrs.evolve(loaded, user=user, server=server)
@@ -84,7 +162,7 @@ def _all(rows: list[MemoryRecord]) -> MemoryView:
     return MemoryView(rows, max_rows=max(1, len(rows)))
 
 
-async def _walk(stm: Stm, turn: Turn, loaded: Loaded
+async def _walk(stm: Stm, turn: Turn, loaded: Loaded, scoped: ScopedRows | None
                 ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
     env = stm.settings
     now, crude_ttl, summary_ttl = loaded.now_ms, env.crude_ttl_ms, env.summary_ttl_ms
@@ -98,9 +176,12 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded
     ctx = visibility_context(turn, loaded.profile, loaded.opt_in, servers)
     rows: Iterable[MemoryRecord] = few
     if server is not None:
+        own: Iterator[MemoryRecord] = (
+            server.newest_first() if scoped is None
+            else scoped.newest_first(summary_since_ms=now - summary_ttl,
+                                     crude_since_ms=now - crude_ttl))
         # Equal times: the server's own rows before folded ones (merge is
         # stable). The usual guild turn has no folded rows: no merge.
-        own = server.newest_first()
         rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
     return first_visible(rows, turn, stm.hooks.visibility_policies(), ctx,
                          env.max_other_channels, now_ms=now,
