@@ -162,9 +162,10 @@ class MemoryView:
     found (bounded too), so a warm turn on a channel without a row makes no
     database call.
 
-    A server's view may also hold a few :class:`ScopedRows`, one per persona
-    lineage a build asked for (:meth:`scoped`): the rows such a build may
-    show, kept in step with every write the view hears.
+    A server's view may also hold a few :class:`ScopedRows`, one per scope
+    (persona lineage and channels hidden) a build asked for (:meth:`scoped`):
+    the rows such a build may show, kept in step with every write the view
+    hears.
     """
 
     def __init__(self, records: Iterable[MemoryRecord] = (), *, max_rows: int = 1000) -> None:
@@ -180,7 +181,7 @@ class MemoryView:
         #: Rows at or below this place (see :func:`place`) may have been
         #: dropped for the bound.
         self.dropped_through: Place | None = None
-        self._scopes: LRU[str | None, ScopedRows] = LRU(MAX_SCOPES_PER_VIEW)
+        self._scopes: LRU[Scope, ScopedRows] = LRU(MAX_SCOPES_PER_VIEW)
         self._trim()
 
     @property
@@ -231,21 +232,26 @@ class MemoryView:
         if record is not None:
             self._unplace(record)
 
-    def scoped(self, lineage: str | None) -> ScopedRows | None:
-        """The rows kept for builds of ``lineage`` (``None``: every lineage),
-        if a build asked for them since the view was loaded."""
-        scoped = self._scopes.get(lineage)
+    def scoped(self, scope: Scope) -> ScopedRows | None:
+        """The rows kept for builds of ``scope``, if a build asked for them
+        since the view was loaded (and they are read)."""
+        scoped = self._scopes.get(scope)
         return scoped if scoped is not None and scoped.ready else None
 
     def add_scope(self, scoped: ScopedRows) -> None:
         """Keep ``scoped`` in step with this view's writes from now on (the
         least recently used scope goes past ``MAX_SCOPES_PER_VIEW``)."""
-        self._scopes.put(scoped.lineage, scoped)
+        self._scopes.put(scoped.scope, scoped)
+
+    def rows_held(self) -> int:
+        """Rows this view holds, its scopes' included (each at most
+        ``max_rows``: at most ``(1 + MAX_SCOPES_PER_VIEW) x max_rows``)."""
+        return len(self.records) + sum(map(len, self._scopes.values()))
 
     def drop_scope(self, scoped: ScopedRows) -> None:
         """Stop keeping ``scoped`` (its read failed)."""
-        if self._scopes.peek(scoped.lineage) is scoped:
-            self._scopes.pop(scoped.lineage)
+        if self._scopes.peek(scoped.scope) is scoped:
+            self._scopes.pop(scoped.scope)
 
     def newest_since(self, since_ms: int) -> Iterator[MemoryRecord]:
         """The rows updated at or after ``since_ms``, newest first; older rows
@@ -315,16 +321,24 @@ def place(record: MemoryRecord) -> Place:
     return (record.updated_at_ms, _tie_order(record.key))
 
 
-#: Lineages (one of them "every lineage") a server's view keeps rows for.
+#: A build's scope: the persona lineage it shows (``None``: every one) and
+#: the channels of the server its visibility policies hide wholesale.
+Scope = tuple[str | None, frozenset[str]]
+
+#: Scopes a server's view keeps rows for (the least recently used goes).
 MAX_SCOPES_PER_VIEW = 4
 
 
 class ScopedRows:
-    """The rows of one server's view that builds of one persona lineage may
-    show, whatever other lineages, or rows that expired, stand above them.
+    """The rows of one server's view that builds of one scope may show,
+    whatever other lineages, hidden channels or rows that expired stand
+    above them.
 
     A build of lineage ``L`` shows only rows of ``L`` (every row when ``L``
-    is ``None``) that have not expired. Those are kept here in two views, the
+    is ``None``) that have not expired, and none of a channel its policies
+    hide wholesale (``hidden``: the channel, or the channel its thread hangs
+    under; see :func:`stm_core.plugin_types.hides_channels`). Those are kept
+    here in two views, the
     rows with a summary and those without, each in the view order and each
     bounded to half the view's bound, so a build walks the two newest first
     and skips what expired by one binary search (crude rows expire first, so
@@ -333,9 +347,10 @@ class ScopedRows:
     are left out: time only moves on, so they never show again.
     """
 
-    def __init__(self, lineage: str | None, rows: Iterable[MemoryRecord], *,
+    def __init__(self, scope: Scope, rows: Iterable[MemoryRecord], *,
                  crude_since_ms: int, max_rows: int) -> None:
-        self.lineage = lineage
+        self.scope = scope
+        self.lineage, self.hidden = scope
         self.crude_since_ms = crude_since_ms
         mine = [r for r in rows if self._takes(r)]
         half = max(1, max_rows // 2)
@@ -359,7 +374,10 @@ class ScopedRows:
         self.ready = True
 
     def _takes(self, record: MemoryRecord) -> bool:
-        lineage = self.lineage
+        lineage, hidden = self.lineage, self.hidden
+        if hidden and (record.key.channel_id in hidden or (
+                record.parent_channel_id is not None and record.parent_channel_id in hidden)):
+            return False
         return ((lineage is None or record.persona_lineage_id == lineage)
                 and (bool(record.summary) or record.updated_at_ms >= self.crude_since_ms))
 

@@ -11,25 +11,27 @@ from are loaded before any policy runs, as before.
 A view keeps only its newest rows (``cache_max_rows_per_view``), in one
 order (time, then key), so every row it dropped stands below every row it
 kept. Once a server's view has dropped rows that have not expired, the walk
-takes the view's rows for the turn's persona lineage instead
-(:class:`~stm_core.cache.ScopedRows`): read once from the database when a
-build first asks for them, then kept in step with every write, so neither
-another lineage's rows nor rows that expired stand in the way of a warm
-build. When rows a view dropped could still have made the cut (:func:`exact`),
-the walk runs again over the rows read from the database: the answer is
-always the one an unbounded cache would give.
+takes the view's rows for the build's scope instead
+(:class:`~stm_core.cache.ScopedRows`: the turn's persona lineage, without the
+channels its visibility policies declare hidden, without rows that expired):
+read once from the database when a build first asks for them, then kept in
+step with every write. So neither another lineage's rows, nor private
+channels', nor expired ones stand in the way of a warm build. When rows a
+view dropped could still have made the cut (:func:`exact`), the walk runs
+again over the rows read from the database: the answer is always the one an
+unbounded cache would give.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import attrs
 
-from stm_core.cache import MemoryView, ScopedRows, UserView, place
+from stm_core.cache import MemoryView, Scope, ScopedRows, UserView, place
 from stm_core.models import Turn
 from stm_core.pipeline.crossserver import folded_rows
 from stm_core.pipeline.expiry import drop_expired
@@ -41,6 +43,7 @@ from stm_core.pipeline.visibility import (
     origin_settings,
     visibility_context,
 )
+from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hidden_channels
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryRecord, ServerSettings
 
@@ -58,11 +61,14 @@ async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
                          ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
     """The other-channel rows to show, newest first, and the origin servers' settings."""
     env = stm.settings
+    policies = stm.hooks.visibility_policies()
+    few, servers, ctx = await _candidates(stm, turn, loaded)
     server = loaded.server
     scoped = None
     if server is not None and _may_miss(server, loaded.now_ms, env):
-        scoped = await scoped_rows(stm, turn, loaded, server)
-    shown, servers = await _walk(stm, turn, loaded, scoped)
+        scope = (turn.persona_lineage_id or None, hidden_channels(policies, ctx))
+        scoped = await scoped_rows(stm, turn, loaded, server, scope)
+    shown = _walk(stm, loaded, few, ctx, policies, scoped)
     cap, now = env.max_other_channels, loaded.now_ms
     users_exact = ((server is not None and not loaded.opt_in)
                    or exact(loaded.user.memories, shown, cap, _FOLDED,
@@ -74,7 +80,8 @@ async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
         return shown, servers
     unbounded = await _unbounded(stm, turn, loaded, users=not users_exact,
                                  own=not own_exact)
-    return await _walk(stm, turn, unbounded, scoped if own_exact else None)
+    few, servers, ctx = await _candidates(stm, turn, unbounded)
+    return _walk(stm, unbounded, few, ctx, policies, scoped if own_exact else None), servers
 
 
 def exact(view: MemoryView, shown: list[MemoryRecord], cap: int, rank: int, *,
@@ -111,21 +118,21 @@ def _may_miss(view: MemoryView, now_ms: int, env: Settings) -> bool:
     return dropped is not None and dropped[0] >= now_ms - env.longest_ttl_ms
 
 
-async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView) -> ScopedRows:
-    """The rows of ``server`` a build of the turn's lineage may show: cached
-    on the view, else read once from the database and cached there.
+async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView,
+                      scope: Scope) -> ScopedRows:
+    """The rows of ``server`` a build of ``scope`` may show: cached on the
+    view, else read once from the database and cached there.
 
     The scope is registered before the read, so writes heard meanwhile reach
     it; a row the read returns never replaces a newer one, and a row deleted
     meanwhile is not put back."""
-    lineage = turn.persona_lineage_id or None
-    cached = server.scoped(lineage)
+    cached = server.scoped(scope)
     if cached is not None:
         return cached
     env = stm.settings
     now = loaded.now_ms
     assert turn.server_id is not None
-    scoped = ScopedRows(lineage, (), crude_since_ms=now - env.crude_ttl_ms,
+    scoped = ScopedRows(scope, (), crude_since_ms=now - env.crude_ttl_ms,
                         max_rows=server.max_rows)
     server.add_scope(scoped)
     try:
@@ -162,18 +169,28 @@ def _all(rows: list[MemoryRecord]) -> MemoryView:
     return MemoryView(rows, max_rows=max(1, len(rows)))
 
 
-async def _walk(stm: Stm, turn: Turn, loaded: Loaded, scoped: ScopedRows | None
-                ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
+async def _candidates(stm: Stm, turn: Turn, loaded: Loaded
+                      ) -> tuple[list[MemoryRecord], dict[str, ServerSettings],
+                                 VisibilityContext]:
+    """The folded or DM rows (filtered up front), the settings of every
+    server they come from, and the policies' context."""
+    env = stm.settings
+    few = folded_rows(turn, loaded) if loaded.server is not None else dm_candidates(turn, loaded)
+    # No folded or DM rows (the usual guild turn): no other server's settings.
+    if few:
+        few = drop_expired(few, loaded.now_ms, crude_ttl_ms=env.crude_ttl_ms,
+                           summary_ttl_ms=env.summary_ttl_ms)
+    servers = (await origin_settings(stm, turn, loaded.profile, few) if few
+               else current_settings(turn, loaded.profile))
+    return few, servers, visibility_context(turn, loaded.profile, loaded.opt_in, servers)
+
+
+def _walk(stm: Stm, loaded: Loaded, few: list[MemoryRecord], ctx: VisibilityContext,
+          policies: Sequence[VisibilityPolicy], scoped: ScopedRows | None
+          ) -> list[MemoryRecord]:
     env = stm.settings
     now, crude_ttl, summary_ttl = loaded.now_ms, env.crude_ttl_ms, env.summary_ttl_ms
     server = loaded.server
-    few = folded_rows(turn, loaded) if server is not None else dm_candidates(turn, loaded)
-    # No folded or DM rows (the usual guild turn): no other server's settings.
-    if few:
-        few = drop_expired(few, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
-    servers = (await origin_settings(stm, turn, loaded.profile, few) if few
-               else current_settings(turn, loaded.profile))
-    ctx = visibility_context(turn, loaded.profile, loaded.opt_in, servers)
     rows: Iterable[MemoryRecord] = few
     if server is not None:
         own: Iterator[MemoryRecord] = (
@@ -183,6 +200,5 @@ async def _walk(stm: Stm, turn: Turn, loaded: Loaded, scoped: ScopedRows | None
         # Equal times: the server's own rows before folded ones (merge is
         # stable). The usual guild turn has no folded rows: no merge.
         rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
-    return first_visible(rows, turn, stm.hooks.visibility_policies(), ctx,
-                         env.max_other_channels, now_ms=now,
-                         crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl), servers
+    return first_visible(rows, ctx.turn, policies, ctx, env.max_other_channels, now_ms=now,
+                         crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
