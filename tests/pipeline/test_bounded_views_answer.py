@@ -24,7 +24,16 @@ from stm_core.settings import Settings
 from stm_core.storage.records import MemoryFilter, MemoryKey
 from stm_core.store import Stm, open_store
 
-from .support import GUILD, capture, make_turn, server_key, set_opt_in, set_settings, user_key, write
+from .support import (
+    GUILD,
+    capture,
+    make_turn,
+    server_key,
+    set_opt_in,
+    set_settings,
+    user_key,
+    write,
+)
 
 NOW = 1_767_225_600_000
 HOUR = 3_600_000
