@@ -66,22 +66,50 @@ async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
     server = loaded.server
     scoped = None
     if server is not None and _may_miss(server, loaded.now_ms, env):
-        scope = (turn.persona_lineage_id or None, hidden_channels(policies, ctx))
-        scoped = await scoped_rows(stm, turn, loaded, server, scope)
+        scoped = await scoped_rows(stm, turn, loaded, server, _scope(turn, policies, ctx))
     shown = _walk(stm, loaded, few, ctx, policies, scoped)
-    cap, now = env.max_other_channels, loaded.now_ms
     users_exact = ((server is not None and not loaded.opt_in)
-                   or exact(loaded.user.memories, shown, cap, _FOLDED,
-                            since_ms=now - env.longest_ttl_ms))
-    own_exact = server is None or (
-        exact(server, shown, cap, _OWN, since_ms=now - env.longest_ttl_ms) if scoped is None
-        else scoped_exact(scoped, shown, cap, now, env))
+                   or exact(loaded.user.memories, shown, env.max_other_channels, _FOLDED,
+                            since_ms=loaded.now_ms - env.longest_ttl_ms))
+    own_exact = server is None or _own_exact(server, scoped, shown, loaded.now_ms, env)
     if users_exact and own_exact:
         return shown, servers
     unbounded = await _unbounded(stm, turn, loaded, users=not users_exact,
                                  own=not own_exact)
     few, servers, ctx = await _candidates(stm, turn, unbounded)
     return _walk(stm, unbounded, few, ctx, policies, scoped if own_exact else None), servers
+
+
+def server_shown(stm: Stm, loaded: Loaded, ctx: VisibilityContext,
+                 policies: Sequence[VisibilityPolicy]) -> list[MemoryRecord] | None:
+    """:func:`newest_visible` for a server turn with nothing folded in (no
+    cross-server opt-in), from the cache alone: the rows to show, or ``None``
+    when only the database can tell (the build's scope was not read yet, or
+    rows a view dropped could show). The fused warm path's share of it."""
+    server = loaded.server
+    assert server is not None
+    env = stm.settings
+    scoped = None
+    if _may_miss(server, loaded.now_ms, env):
+        scoped = server.scoped(_scope(ctx.turn, policies, ctx))
+        if scoped is None:
+            return None
+    shown = _walk(stm, loaded, [], ctx, policies, scoped)
+    return shown if _own_exact(server, scoped, shown, loaded.now_ms, env) else None
+
+
+def _scope(turn: Turn, policies: Sequence[VisibilityPolicy], ctx: VisibilityContext
+           ) -> Scope:
+    return (turn.persona_lineage_id or None, hidden_channels(policies, ctx))
+
+
+def _own_exact(server: MemoryView, scoped: ScopedRows | None, shown: list[MemoryRecord],
+               now_ms: int, env: Settings) -> bool:
+    """No row the server's view, or the scope walked, dropped could be among ``shown``."""
+    cap = env.max_other_channels
+    if scoped is None:
+        return exact(server, shown, cap, _OWN, since_ms=now_ms - env.longest_ttl_ms)
+    return scoped_exact(scoped, shown, cap, now_ms, env)
 
 
 def exact(view: MemoryView, shown: list[MemoryRecord], cap: int, rank: int, *,
