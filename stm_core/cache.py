@@ -253,6 +253,11 @@ class MemoryView:
         if self._scopes.peek(scoped.scope) is scoped:
             self._scopes.pop(scoped.scope)
 
+    def holds_since(self, since_ms: int) -> bool:
+        """A row updated at or after ``since_ms`` is held."""
+        times = self._times
+        return bool(times) and times[-1] >= since_ms
+
     def newest_since(self, since_ms: int) -> Iterator[MemoryRecord]:
         """The rows updated at or after ``since_ms``, newest first; older rows
         are not touched."""
@@ -402,8 +407,13 @@ class ScopedRows:
     def newest_first(self, *, summary_since_ms: int, crude_since_ms: int
                      ) -> Iterator[MemoryRecord]:
         """The rows not expired at those bounds, newest first in view order."""
-        return heapq.merge(self.summaries.newest_since(summary_since_ms),
-                           self.crude.newest_since(crude_since_ms), key=place, reverse=True)
+        summaries, crude = self.summaries, self.crude
+        if not crude.holds_since(crude_since_ms):  # one kind only: no merge
+            return summaries.newest_since(summary_since_ms)
+        if not summaries.holds_since(summary_since_ms):
+            return crude.newest_since(crude_since_ms)
+        return heapq.merge(summaries.newest_since(summary_since_ms),
+                           crude.newest_since(crude_since_ms), key=place, reverse=True)
 
     def __len__(self) -> int:
         return len(self.summaries.records) + len(self.crude.records)

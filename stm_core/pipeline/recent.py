@@ -54,7 +54,7 @@ _UPDATED_AT = attrgetter("updated_at_ms")
 
 #: Where a stream's rows stand among rows of equal time in the walk: the
 #: server's own before folded ones (``heapq.merge`` is stable, own first).
-_OWN, _FOLDED = 1, 0
+OWN, FOLDED = 1, 0
 
 
 async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
@@ -69,7 +69,7 @@ async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
         scoped = await scoped_rows(stm, turn, loaded, server, _scope(turn, policies, ctx))
     shown = _walk(stm, loaded, few, ctx, policies, scoped)
     users_exact = ((server is not None and not loaded.opt_in)
-                   or exact(loaded.user.memories, shown, env.max_other_channels, _FOLDED,
+                   or exact(loaded.user.memories, shown, env.max_other_channels, FOLDED,
                             since_ms=loaded.now_ms - env.longest_ttl_ms))
     own_exact = server is None or _own_exact(server, scoped, shown, loaded.now_ms, env)
     if users_exact and own_exact:
@@ -108,7 +108,7 @@ def _own_exact(server: MemoryView, scoped: ScopedRows | None, shown: list[Memory
     """No row the server's view, or the scope walked, dropped could be among ``shown``."""
     cap = env.max_other_channels
     if scoped is None:
-        return exact(server, shown, cap, _OWN, since_ms=now_ms - env.longest_ttl_ms)
+        return exact(server, shown, cap, OWN, since_ms=now_ms - env.longest_ttl_ms)
     return scoped_exact(scoped, shown, cap, now_ms, env)
 
 
@@ -125,7 +125,7 @@ def exact(view: MemoryView, shown: list[MemoryRecord], cap: int, rank: int, *,
         return False
     last = shown[-1]
     at, key = place(last)
-    return (at, _OWN if last.key.scope_kind == "server" else _FOLDED, key) > (
+    return (at, OWN if last.key.scope_kind == "server" else FOLDED, key) > (
         dropped[0], rank, dropped[1])
 
 
@@ -135,9 +135,9 @@ def scoped_exact(scoped: ScopedRows, shown: list[MemoryRecord], cap: int, now_ms
     left out could show at ``now_ms``."""
     crude_since = now_ms - env.crude_ttl_ms
     return (crude_since >= scoped.crude_since_ms
-            and exact(scoped.summaries, shown, cap, _OWN,
+            and exact(scoped.summaries, shown, cap, OWN,
                       since_ms=now_ms - env.summary_ttl_ms)
-            and exact(scoped.crude, shown, cap, _OWN, since_ms=crude_since))
+            and exact(scoped.crude, shown, cap, OWN, since_ms=crude_since))
 
 
 def _may_miss(view: MemoryView, now_ms: int, env: Settings) -> bool:
