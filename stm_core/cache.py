@@ -9,8 +9,10 @@ Rules (DESIGN, Storage):
 * every map is an LRU with a configured bound, and each view holds at most
   ``cache_max_rows_per_view`` rows (the newest) and as many known-absent
   keys, so memory stays flat however many servers, users and channels are
-  touched: at most ``(cache_max_servers + cache_max_users) x
-  cache_max_rows_per_view`` rows in all;
+  touched; a server's view also keeps at most ``MAX_SCOPES_PER_VIEW``
+  :class:`ScopedRows` of as many rows: at most ``((1 + MAX_SCOPES_PER_VIEW)
+  x cache_max_servers + cache_max_users) x cache_max_rows_per_view`` rows in
+  all;
 * each view keeps its rows in recency order (oldest first), so a build walks
   the newest rows and stops at the cap instead of sorting the whole server;
 * with several processes on one database, other processes' writes arrive as
