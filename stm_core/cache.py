@@ -250,6 +250,12 @@ class MemoryView:
         ``max_rows``: at most ``(1 + MAX_SCOPES_PER_VIEW) x max_rows``)."""
         return len(self.records) + sum(map(len, self._scopes.values()))
 
+    def keys_older_than(self, cutoff_ms: int) -> list[MemoryKey]:
+        """Keys of the rows held (its scopes' included) updated before ``cutoff_ms``."""
+        views = [self, *(v for s in self._scopes.values() for v in (s.summaries, s.crude))]
+        return [k for view in views for k, r in view.records.items()
+                if r.updated_at_ms < cutoff_ms]
+
     def drop_scope(self, scoped: ScopedRows) -> None:
         """Stop keeping ``scoped`` (its read failed)."""
         if self._scopes.peek(scoped.scope) is scoped:
@@ -531,7 +537,7 @@ class MemoryCache:
         """Mirror a janitor purge: forget cached rows untouched since ``cutoff_ms``."""
         stale: list[MemoryKey] = []
         for view in self.servers.values():
-            stale += [k for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
+            stale += view.keys_older_than(cutoff_ms)
         for user in self.users.values():
             stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
         if stale:

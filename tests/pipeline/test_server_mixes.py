@@ -167,3 +167,22 @@ async def test_a_view_and_its_scopes_stay_bounded(open_stm: OpenStm, db_url: str
         view = await stm.server_memories(GUILD)
         assert len(view.records) == VIEW
         assert VIEW < view.rows_held() <= (1 + MAX_SCOPES_PER_VIEW) * VIEW
+
+
+async def test_a_janitor_purge_reaches_the_rows_kept_for_a_scope(
+        open_stm: OpenStm, db_url: str, clock: ManualClock) -> None:
+    """Retention shorter than the summary TTL: rows a scope holds, but the view
+    dropped, are purged from the cache too (not shown after the purge)."""
+    env = Settings(cache_max_rows_per_view=4, max_other_channels=1,
+                   janitor_retention_days=0.5)
+    now = clock.now_ms()
+    async with open_stm(db_url, settings=env) as stm:
+        await stm.write_memory([summary(f"old{n}", now - 20 * HOUR + n, lineage="mine")
+                                for n in range(3)])
+        await stm.write_memory([summary(f"new{n}", now - n, lineage="theirs")
+                                for n in range(8)])
+        turn = make_turn(persona_lineage_id="mine")
+        before = other_text(await stm.build_context(turn))
+        assert before is not None and "plan in old2" in before
+        assert await stm.janitor.run_once() == 3
+        assert other_text(await stm.build_context(turn)) is None
