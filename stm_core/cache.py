@@ -202,8 +202,9 @@ class MemoryView:
                 return
             self._unplace(current)
         self._insert(record)
-        for scoped in self._scopes.values():
-            scoped.apply(record)
+        if self._scopes:  # a big server's scopes (most views have none)
+            for scoped in self._scopes.values():
+                scoped.apply(record)
 
     def _insert(self, record: MemoryRecord) -> None:
         key = record.key
@@ -225,8 +226,9 @@ class MemoryView:
     def forget(self, key: MemoryKey) -> None:
         self.discard(key)
         self.absent.add(key)
-        for scoped in self._scopes.values():
-            scoped.forget(key)
+        if self._scopes:
+            for scoped in self._scopes.values():
+                scoped.forget(key)
 
     def discard(self, key: MemoryKey) -> None:
         """Let ``key``'s row go (it is not known absent: it moved elsewhere)."""
@@ -351,24 +353,22 @@ class ScopedRows:
     is ``None``) that have not expired, and none of a channel its policies
     hide wholesale (``hidden``: the channel, or the channel its thread hangs
     under; see :func:`stm_core.plugin_types.hides_channels`). Those are kept
-    here in two views, the
-    rows with a summary and those without, each in the view order and each
-    bounded to half the view's bound, so a build walks the two newest first
-    and skips what expired by one binary search (crude rows expire first, so
-    they may stand above summaries that still show). Rows without a summary
-    that had already expired when the rows were read (``crude_since_ms``)
-    are left out: time only moves on, so they never show again.
+    here in two views, the rows with a summary and those without, each in
+    the view order and each bounded to half the view's bound, so a build
+    walks the two newest first and skips what expired by one binary search
+    (crude rows expire first, so they may stand above summaries that still
+    show). Rows without a summary that had already expired when the scope
+    was made (``crude_since_ms``) are left out: time only moves on, so they
+    never show again. Rows come in by :meth:`apply`, as into a view.
     """
 
-    def __init__(self, scope: Scope, rows: Iterable[MemoryRecord], *,
-                 crude_since_ms: int, max_rows: int) -> None:
+    def __init__(self, scope: Scope, *, crude_since_ms: int, max_rows: int) -> None:
         self.scope = scope
         self.lineage, self.hidden = scope
         self.crude_since_ms = crude_since_ms
-        mine = [r for r in rows if self._takes(r)]
         half = max(1, max_rows // 2)
-        self.summaries = MemoryView([r for r in mine if r.summary], max_rows=half)
-        self.crude = MemoryView([r for r in mine if not r.summary], max_rows=half)
+        self.summaries = MemoryView(max_rows=half)
+        self.crude = MemoryView(max_rows=half)
         #: Whether a build may use these rows (not while they are being read).
         self.ready = True
         self._deleted: set[MemoryKey] | None = None

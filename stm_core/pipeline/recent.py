@@ -160,7 +160,7 @@ async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView,
     env = stm.settings
     now = loaded.now_ms
     assert turn.server_id is not None
-    scoped = ScopedRows(scope, (), crude_since_ms=now - env.crude_ttl_ms,
+    scoped = ScopedRows(scope, crude_since_ms=now - env.crude_ttl_ms,
                         max_rows=server.max_rows)
     server.add_scope(scoped)
     try:

@@ -12,6 +12,7 @@ plus a few, and show what a store whose view holds every row shows.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
@@ -22,7 +23,7 @@ from stm_core.clock import ManualClock
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline import recent, warm
 from stm_core.settings import Settings
-from stm_core.storage.records import CaptureWrite, MemoryRecord, MemoryWrite
+from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryRecord, MemoryWrite
 from stm_core.store import Stm
 
 from .support import GUILD, OpenStm, make_turn, other_text, server_key, set_settings
@@ -186,3 +187,43 @@ async def test_a_janitor_purge_reaches_the_rows_kept_for_a_scope(
         assert before is not None and "plan in old2" in before
         assert await stm.janitor.run_once() == 3
         assert other_text(await stm.build_context(turn)) is None
+
+
+async def test_writes_and_deletes_during_a_scopes_read_are_kept(
+        open_stm: OpenStm, db_url: str, clock: ManualClock) -> None:
+    """A scope is read while the server keeps writing: a row written after
+    the read's snapshot is kept, and a row deleted after it does not come
+    back from what the read returned."""
+    env = Settings(cache_max_rows_per_view=4, max_other_channels=2)
+    now = clock.now_ms()
+    async with open_stm(db_url, settings=env) as stm:
+        await stm.write_memory([summary(f"old{n}", now - HOUR + n, lineage="mine")
+                                for n in range(10)])
+        await stm.write_memory([summary(f"new{n}", now - n, lineage="theirs")
+                                for n in range(10)])
+        await stm.server_memories(GUILD)  # the view (its newest rows: theirs)
+        adapter, read = stm.adapter, stm.adapter.load_server_memories
+        snapshot_taken, go_on = asyncio.Event(), asyncio.Event()
+
+        async def slow_read(*args: Any, **kwargs: Any) -> Any:
+            rows = await read(*args, **kwargs)
+            snapshot_taken.set()
+            await go_on.wait()
+            return rows
+        adapter.load_server_memories = slow_read  # type: ignore[method-assign]
+        turn = make_turn(persona_lineage_id="mine")
+        build = asyncio.create_task(stm.build_context(turn))
+        await snapshot_taken.wait()
+        clock.advance(ms=1)
+        keys = await adapter.delete_memories(MemoryFilter(channel_id="old9"))
+        stm.cache.forget(keys)
+        await stm.write_memory([summary("fresh", clock.now_ms(), lineage="mine")])
+        go_on.set()
+        during = other_text(await build)
+        adapter.load_server_memories = read  # type: ignore[method-assign]
+        after = other_text(await stm.build_context(turn))
+    async with open_stm(db_url, settings=Settings(max_other_channels=2)) as unbounded:
+        expected = other_text(await unbounded.build_context(turn))
+    assert expected is not None and "plan in fresh" in expected and "old9" not in expected
+    assert after == expected
+    assert during is not None and "old9" not in during
