@@ -10,9 +10,8 @@ Rules (DESIGN, Storage):
   ``cache_max_rows_per_view`` rows (the newest) and as many known-absent
   keys, so memory stays flat however many servers, users and channels are
   touched; a server's view also keeps at most ``MAX_SCOPES_PER_VIEW``
-  :class:`ScopedRows` of as many rows: at most ``((1 + MAX_SCOPES_PER_VIEW)
-  x cache_max_servers + cache_max_users) x cache_max_rows_per_view`` rows in
-  all;
+  :class:`ScopedRows` of at most as many rows (far fewer by default: see
+  :mod:`stm_core.pipeline.recent`);
 * each view keeps its rows in recency order (oldest first), so a build walks
   the newest rows and stops at the cap instead of sorting the whole server;
 * with several processes on one database, other processes' writes arrive as
@@ -341,7 +340,7 @@ def place(record: MemoryRecord) -> Place:
 Scope = tuple[str | None, frozenset[str]]
 
 #: Scopes a server's view keeps rows for (the least recently used goes).
-MAX_SCOPES_PER_VIEW = 4
+MAX_SCOPES_PER_VIEW = 16
 
 
 class ScopedRows:

@@ -56,6 +56,12 @@ _UPDATED_AT = attrgetter("updated_at_ms")
 #: server's own before folded ones (``heapq.merge`` is stable, own first).
 OWN, FOLDED = 1, 0
 
+#: Rows a scope keeps (half with a summary, half without), unless the cap
+#: asks for more or the view's bound is smaller: enough for the rows shown,
+#: the turn's own channel's and rows hidden by policies that do not declare
+#: them; the view keeps many scopes of this size for about the rows of one.
+SCOPE_ROWS = 128
+
 
 async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
                          ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
@@ -161,7 +167,8 @@ async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView,
     now = loaded.now_ms
     assert turn.server_id is not None
     scoped = ScopedRows(scope, crude_since_ms=now - env.crude_ttl_ms,
-                        max_rows=server.max_rows)
+                        max_rows=min(server.max_rows,
+                                     max(SCOPE_ROWS, 8 * env.max_other_channels)))
     server.add_scope(scoped)
     try:
         with scoped.loading() as deleted:
