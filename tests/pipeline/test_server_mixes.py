@@ -6,8 +6,10 @@ shape that used to send every build back to the database for the whole
 server: all rows sharing one time; another lineage's rows the newest; private
 channels' rows the newest; most rows threads of a few parents; most rows
 expired but inside the load window. After the first builds (which may read
-once), every build must make no storage read, walk at most the rows it shows
-plus a few, and show what a store whose view holds every row shows.
+once), every build must make no storage read, show what a store whose view
+holds every row shows, and walk at most the rows it shows plus two in the
+stages' walk (``recent``), and at most the view's bound more where the fused
+path (``warm``) tries the view itself first.
 """
 
 from __future__ import annotations
