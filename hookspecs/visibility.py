@@ -21,7 +21,10 @@ class VisibilitySpecs:
         sort and the cap, so hidden entries use up no slot. The built-in policy
         enforces private channels (with thread inheritance and the bypass),
         keeps DM memories out of servers and other servers' private channels
-        out of folded recall.
+        out of folded recall. A policy that hides whole channels of the
+        turn's own server may declare them with
+        :func:`stm_core.plugin_types.hides_channels`, so that a build in a big
+        server leaves their entries out without calling it for each.
 
         :return: an iterable of callables ``(MemoryRecord, VisibilityContext) ->
             bool | None``; any ``False`` hides the entry.

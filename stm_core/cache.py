@@ -9,8 +9,9 @@ Rules (DESIGN, Storage):
 * every map is an LRU with a configured bound, and each view holds at most
   ``cache_max_rows_per_view`` rows (the newest) and as many known-absent
   keys, so memory stays flat however many servers, users and channels are
-  touched: at most ``(cache_max_servers + cache_max_users) x
-  cache_max_rows_per_view`` rows in all;
+  touched; a server's view also keeps at most ``MAX_SCOPES_PER_VIEW``
+  :class:`ScopedRows` of at most as many rows (far fewer by default: see
+  :mod:`stm_core.pipeline.recent`);
 * each view keeps its rows in recency order (oldest first), so a build walks
   the newest rows and stops at the cap instead of sorting the whole server;
 * with several processes on one database, other processes' writes arrive as
@@ -24,9 +25,12 @@ user-scope memories), because that is what one turn reads.
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import islice
 from typing import Generic, TypeVar
 
 import attrs
@@ -152,25 +156,40 @@ class MemoryView:
     write finds its place by a binary search and goes in with one list
     insert, however far out of order it was stamped (another process whose
     clock is behind). At most ``max_rows`` are kept: past that the oldest go, and
-    ``dropped_through_ms`` says up to when rows may be missing (a probe of
-    such a key asks the database). ``absent`` remembers keys probed and not
+    ``dropped_through`` says up to which place in that order rows may be
+    missing (``dropped_through_ms`` up to when; a probe of such a key asks the
+    database): every row dropped stands at or below it, every row kept above
+    it, so a tie is never ambiguous. ``absent`` remembers keys probed and not
     found (bounded too), so a warm turn on a channel without a row makes no
     database call.
+
+    A server's view may also hold a few :class:`ScopedRows`, one per scope
+    (persona lineage and channels hidden) a build asked for (:meth:`scoped`):
+    the rows such a build may show, kept in step with every write the view
+    hears.
     """
 
     def __init__(self, records: Iterable[MemoryRecord] = (), *, max_rows: int = 1000) -> None:
         self.max_rows = max_rows
         # Stable: a key given twice at one time keeps the later row (below).
-        ordered = sorted(records, key=_place)
+        ordered = sorted(records, key=place)
         self.records: dict[MemoryKey, MemoryRecord] = {r.key: r for r in ordered}
         if len(self.records) < len(ordered):  # a key given twice: its last row stands
             ordered = _each_key_once(ordered, self.records)
         self._times = [r.updated_at_ms for r in ordered]
         self._keys = [r.key for r in ordered]
         self.absent: BoundedKeySet[MemoryKey] = BoundedKeySet(max_rows)
-        #: Rows updated at or before this may have been dropped for the bound.
-        self.dropped_through_ms: int | None = None
+        #: Rows at or below this place (see :func:`place`) may have been
+        #: dropped for the bound.
+        self.dropped_through: Place | None = None
+        self._scopes: LRU[Scope, ScopedRows] = LRU(MAX_SCOPES_PER_VIEW)
         self._trim()
+
+    @property
+    def dropped_through_ms(self) -> int | None:
+        """Rows updated at or before this may have been dropped for the bound."""
+        dropped = self.dropped_through
+        return None if dropped is None else dropped[0]
 
     def apply(self, record: MemoryRecord) -> None:
         key = record.key
@@ -181,26 +200,79 @@ class MemoryView:
             if record.rev < current.rev:
                 return
             self._unplace(current)
-        records[key] = record
+        self._insert(record)
+        if self._scopes:  # a big server's scopes (most views have none)
+            for scoped in self._scopes.values():
+                scoped.apply(record)
+
+    def _insert(self, record: MemoryRecord) -> None:
+        key = record.key
+        self.records[key] = record
         at = record.updated_at_ms
         times, keys = self._times, self._keys
         if not times or times[-1] < at:  # the usual write: newer than every row
-            place = len(times)
+            index = len(times)
         else:
-            place = bisect_left(times, at)
-            if place < len(times) and times[place] == at:  # rows of its time stand by key
+            index = bisect_left(times, at)
+            if index < len(times) and times[index] == at:  # rows of its time stand by key
                 mine = _tie_order(key)
-                while place < len(times) and times[place] == at and _tie_order(keys[place]) < mine:
-                    place += 1
-        times.insert(place, at)
-        keys.insert(place, key)
+                while index < len(times) and times[index] == at and _tie_order(keys[index]) < mine:
+                    index += 1
+        times.insert(index, at)
+        keys.insert(index, key)
         self._trim()
 
     def forget(self, key: MemoryKey) -> None:
+        self.discard(key)
+        self.absent.add(key)
+        if self._scopes:
+            for scoped in self._scopes.values():
+                scoped.forget(key)
+
+    def discard(self, key: MemoryKey) -> None:
+        """Let ``key``'s row go (it is not known absent: it moved elsewhere)."""
         record = self.records.pop(key, None)
         if record is not None:
             self._unplace(record)
-        self.absent.add(key)
+
+    def scoped(self, scope: Scope) -> ScopedRows | None:
+        """The rows kept for builds of ``scope``, if a build asked for them
+        since the view was loaded (and they are read)."""
+        scoped = self._scopes.get(scope)
+        return scoped if scoped is not None and scoped.ready else None
+
+    def add_scope(self, scoped: ScopedRows) -> None:
+        """Keep ``scoped`` in step with this view's writes from now on (the
+        least recently used scope goes past ``MAX_SCOPES_PER_VIEW``)."""
+        self._scopes.put(scoped.scope, scoped)
+
+    def rows_held(self) -> int:
+        """Rows this view holds, its scopes' included (each at most
+        ``max_rows``: at most ``(1 + MAX_SCOPES_PER_VIEW) x max_rows``)."""
+        return len(self.records) + sum(map(len, self._scopes.values()))
+
+    def keys_older_than(self, cutoff_ms: int) -> list[MemoryKey]:
+        """Keys of the rows held (its scopes' included) updated before ``cutoff_ms``."""
+        views = [self, *(v for s in self._scopes.values() for v in (s.summaries, s.crude))]
+        return [k for view in views for k, r in view.records.items()
+                if r.updated_at_ms < cutoff_ms]
+
+    def drop_scope(self, scoped: ScopedRows) -> None:
+        """Stop keeping ``scoped`` (its read failed)."""
+        if self._scopes.peek(scoped.scope) is scoped:
+            self._scopes.pop(scoped.scope)
+
+    def holds_since(self, since_ms: int) -> bool:
+        """A row updated at or after ``since_ms`` is held."""
+        times = self._times
+        return bool(times) and times[-1] >= since_ms
+
+    def newest_since(self, since_ms: int) -> Iterator[MemoryRecord]:
+        """The rows updated at or after ``since_ms``, newest first; older rows
+        are not touched."""
+        start = bisect_left(self._times, since_ms)
+        return map(self.records.__getitem__, islice(reversed(self._keys),
+                                                    len(self._keys) - start))
 
     def newest_first(self) -> Iterator[MemoryRecord]:
         """The rows, newest first (a build stops after the few it shows)."""
@@ -229,12 +301,12 @@ class MemoryView:
         excess = len(keys) - self.max_rows
         if excess <= 0:
             return
-        oldest = times[excess - 1]
+        oldest = (times[excess - 1], _tie_order(keys[excess - 1]))
         for key in keys[:excess]:
             del self.records[key]
         del times[:excess], keys[:excess]
-        dropped = self.dropped_through_ms
-        self.dropped_through_ms = oldest if dropped is None else max(dropped, oldest)
+        dropped = self.dropped_through
+        self.dropped_through = oldest if dropped is None else max(dropped, oldest)
 
 
 def _each_key_once(ordered: list[MemoryRecord], kept: Mapping[MemoryKey, MemoryRecord]
@@ -254,8 +326,104 @@ def _tie_order(key: MemoryKey) -> tuple[str, str, str, str, str]:
     return (key.scope_kind, key.server_id, key.user_id, key.channel_id, key.persona_id)
 
 
-def _place(record: MemoryRecord) -> tuple[int, tuple[str, str, str, str, str]]:
+#: A row's place in a view's order: its time, then its key's fields.
+Place = tuple[int, tuple[str, str, str, str, str]]
+
+
+def place(record: MemoryRecord) -> Place:
+    """Where ``record`` stands in every view's order (rows ascend by it)."""
     return (record.updated_at_ms, _tie_order(record.key))
+
+
+#: A build's scope: the persona lineage it shows (``None``: every one) and
+#: the channels of the server its visibility policies hide wholesale.
+Scope = tuple[str | None, frozenset[str]]
+
+#: Scopes a server's view keeps rows for (the least recently used goes).
+MAX_SCOPES_PER_VIEW = 16
+
+
+class ScopedRows:
+    """The rows of one server's view that builds of one scope may show,
+    whatever other lineages, hidden channels or rows that expired stand
+    above them.
+
+    A build of lineage ``L`` shows only rows of ``L`` (every row when ``L``
+    is ``None``) that have not expired, and none of a channel its policies
+    hide wholesale (``hidden``: the channel, or the channel its thread hangs
+    under; see :func:`stm_core.plugin_types.hides_channels`). Those are kept
+    here in two views, the rows with a summary and those without, each in
+    the view order and each bounded to half the view's bound, so a build
+    walks the two newest first and skips what expired by one binary search
+    (crude rows expire first, so they may stand above summaries that still
+    show). Rows without a summary that had already expired when the scope
+    was made (``crude_since_ms``) are left out: time only moves on, so they
+    never show again. Rows come in by :meth:`apply`, as into a view.
+    """
+
+    def __init__(self, scope: Scope, *, crude_since_ms: int, max_rows: int) -> None:
+        self.scope = scope
+        self.lineage, self.hidden = scope
+        self.crude_since_ms = crude_since_ms
+        half = max(1, max_rows // 2)
+        self.summaries = MemoryView(max_rows=half)
+        self.crude = MemoryView(max_rows=half)
+        #: Whether a build may use these rows (not while they are being read).
+        self.ready = True
+        self._deleted: set[MemoryKey] | None = None
+
+    @contextlib.contextmanager
+    def loading(self) -> Iterator[set[MemoryKey]]:
+        """While rows are read into this scope: not ready, and the keys
+        deleted meanwhile are collected (a row read before its deletion must
+        not come back). Ready after, unless the read failed."""
+        deleted: set[MemoryKey] = set()
+        self.ready, self._deleted = False, deleted
+        try:
+            yield deleted
+        finally:
+            self._deleted = None
+        self.ready = True
+
+    def _takes(self, record: MemoryRecord) -> bool:
+        lineage, hidden = self.lineage, self.hidden
+        if hidden and (record.key.channel_id in hidden or (
+                record.parent_channel_id is not None and record.parent_channel_id in hidden)):
+            return False
+        return ((lineage is None or record.persona_lineage_id == lineage)
+                and (bool(record.summary) or record.updated_at_ms >= self.crude_since_ms))
+
+    def apply(self, record: MemoryRecord) -> None:
+        key = record.key
+        current = self.summaries.records.get(key) or self.crude.records.get(key)
+        if current is not None and record.rev < current.rev:
+            return
+        self._discard(key)
+        if self._takes(record):
+            (self.summaries if record.summary else self.crude).apply(record)
+
+    def forget(self, key: MemoryKey) -> None:
+        if self._deleted is not None:
+            self._deleted.add(key)
+        self._discard(key)
+
+    def _discard(self, key: MemoryKey) -> None:
+        self.summaries.discard(key)
+        self.crude.discard(key)
+
+    def newest_first(self, *, summary_since_ms: int, crude_since_ms: int
+                     ) -> Iterator[MemoryRecord]:
+        """The rows not expired at those bounds, newest first in view order."""
+        summaries, crude = self.summaries, self.crude
+        if not crude.holds_since(crude_since_ms):  # one kind only: no merge
+            return summaries.newest_since(summary_since_ms)
+        if not summaries.holds_since(summary_since_ms):
+            return crude.newest_since(crude_since_ms)
+        return heapq.merge(summaries.newest_since(summary_since_ms),
+                           crude.newest_since(crude_since_ms), key=place, reverse=True)
+
+    def __len__(self) -> int:
+        return len(self.summaries.records) + len(self.crude.records)
 
 
 @attrs.define
@@ -368,7 +536,7 @@ class MemoryCache:
         """Mirror a janitor purge: forget cached rows untouched since ``cutoff_ms``."""
         stale: list[MemoryKey] = []
         for view in self.servers.values():
-            stale += [k for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
+            stale += view.keys_older_than(cutoff_ms)
         for user in self.users.values():
             stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
         if stale:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import VisibilityContext, VisibilityPolicy
+from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hides_channels
 from stm_core.storage.records import DM_SERVER, MemoryRecord
 
 
@@ -23,6 +23,18 @@ def _in_private(entry: MemoryRecord, private: frozenset[str]) -> bool:
         entry.parent_channel_id is not None and entry.parent_channel_id in private)
 
 
+def _hidden_channels(ctx: VisibilityContext) -> frozenset[str]:
+    """The channels whose entries (and their threads') the policy hides in
+    the turn's own server: the private ones, unless the bypass is on or the
+    turn is itself in a private channel."""
+    current = ctx.current
+    if ctx.turn.server_id is None or current is None or current.privacy_bypass \
+            or ctx.current_is_private:
+        return frozenset()
+    return current.private_channel_ids
+
+
+@hides_channels(_hidden_channels)
 def private_channels(entry: MemoryRecord, ctx: VisibilityContext) -> bool | None:
     turn = ctx.turn
     origin = entry.key.server_id

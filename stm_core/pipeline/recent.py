@@ -8,23 +8,30 @@ rows it may show, not every channel of the server. Folded and DM rows (one
 user's, few) are filtered up front, so the settings of every server they come
 from are loaded before any policy runs, as before.
 
-A view keeps only its newest rows (``cache_max_rows_per_view``). When the
-rows it dropped could have made the cut (fewer visible rows than the cap, or
-the last one shown no newer than the newest row dropped), the walk runs again
-over the full rows loaded from the database: the answer is always the one an
+A view keeps only its newest rows (``cache_max_rows_per_view``), in one
+order (time, then key), so every row it dropped stands below every row it
+kept. Once a server's view has dropped rows that have not expired, the walk
+takes the view's rows for the build's scope instead
+(:class:`~stm_core.cache.ScopedRows`: the turn's persona lineage, without the
+channels its visibility policies declare hidden, without rows that expired):
+read once from the database when a build first asks for them, then kept in
+step with every write. So neither another lineage's rows, nor private
+channels', nor expired ones stand in the way of a warm build. When rows a
+view dropped could still have made the cut (:func:`exact`), the walk runs
+again over the rows read from the database: the answer is always the one an
 unbounded cache would give.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import attrs
 
-from stm_core.cache import MemoryView, UserView
+from stm_core.cache import MemoryView, Scope, ScopedRows, UserView, place
 from stm_core.models import Turn
 from stm_core.pipeline.crossserver import folded_rows
 from stm_core.pipeline.expiry import drop_expired
@@ -36,6 +43,8 @@ from stm_core.pipeline.visibility import (
     origin_settings,
     visibility_context,
 )
+from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hidden_channels
+from stm_core.settings import Settings
 from stm_core.storage.records import MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
@@ -43,38 +52,149 @@ if TYPE_CHECKING:
 
 _UPDATED_AT = attrgetter("updated_at_ms")
 
+#: Where a stream's rows stand among rows of equal time in the walk: the
+#: server's own before folded ones (``heapq.merge`` is stable, own first).
+OWN, FOLDED = 1, 0
+
+#: Rows a scope keeps (half with a summary, half without), unless the cap
+#: asks for more or the view's bound is smaller: enough for the rows shown,
+#: the turn's own channel's and rows hidden by policies that do not declare
+#: them; the view keeps many scopes of this size for about the rows of one.
+SCOPE_ROWS = 128
+
 
 async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
                          ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
     """The other-channel rows to show, newest first, and the origin servers' settings."""
-    shown, servers = await _walk(stm, turn, loaded)
-    cap = stm.settings.max_other_channels
-    views = [loaded.user.memories] if loaded.server is None or loaded.opt_in else []
-    if loaded.server is not None:
-        views.append(loaded.server)
-    for view in views:
-        if not _exact(view, shown, cap):
-            return await _walk(stm, turn, await _unbounded(stm, turn, loaded))
-    return shown, servers
+    env = stm.settings
+    policies = stm.hooks.visibility_policies()
+    few, servers, ctx = await _candidates(stm, turn, loaded)
+    server = loaded.server
+    scoped = None
+    if server is not None and _may_miss(server, loaded.now_ms, env):
+        scoped = await scoped_rows(stm, turn, loaded, server, _scope(turn, policies, ctx))
+    shown = _walk(stm, loaded, few, ctx, policies, scoped)
+    users_exact = ((server is not None and not loaded.opt_in)
+                   or exact(loaded.user.memories, shown, env.max_other_channels, FOLDED,
+                            since_ms=loaded.now_ms - env.longest_ttl_ms))
+    own_exact = server is None or _own_exact(server, scoped, shown, loaded.now_ms, env)
+    if users_exact and own_exact:
+        return shown, servers
+    unbounded = await _unbounded(stm, turn, loaded, users=not users_exact,
+                                 own=not own_exact)
+    few, servers, ctx = await _candidates(stm, turn, unbounded)
+    return _walk(stm, unbounded, few, ctx, policies, scoped if own_exact else None), servers
 
 
-def _exact(view: MemoryView, shown: list[MemoryRecord], cap: int) -> bool:
-    """No row the view dropped could be among ``shown``."""
-    dropped = view.dropped_through_ms
-    return dropped is None or cap <= 0 or (len(shown) == cap
-                                            and shown[-1].updated_at_ms > dropped)
+def server_shown(stm: Stm, loaded: Loaded, ctx: VisibilityContext,
+                 policies: Sequence[VisibilityPolicy]) -> list[MemoryRecord] | None:
+    """:func:`newest_visible` for a server turn with nothing folded in (no
+    cross-server opt-in), from the cache alone: the rows to show, or ``None``
+    when only the database can tell (the build's scope was not read yet, or
+    rows a view dropped could show). The fused warm path's share of it."""
+    server = loaded.server
+    assert server is not None
+    env = stm.settings
+    scoped = None
+    if _may_miss(server, loaded.now_ms, env):
+        scoped = server.scoped(_scope(ctx.turn, policies, ctx))
+        if scoped is None:
+            return None
+    shown = _walk(stm, loaded, [], ctx, policies, scoped)
+    return shown if _own_exact(server, scoped, shown, loaded.now_ms, env) else None
 
 
-async def _unbounded(stm: Stm, turn: Turn, loaded: Loaded) -> Loaded:
-    """``loaded`` with every row of the load window, read from the database
+def _scope(turn: Turn, policies: Sequence[VisibilityPolicy], ctx: VisibilityContext
+           ) -> Scope:
+    return (turn.persona_lineage_id or None, hidden_channels(policies, ctx))
+
+
+def _own_exact(server: MemoryView, scoped: ScopedRows | None, shown: list[MemoryRecord],
+               now_ms: int, env: Settings) -> bool:
+    """No row the server's view, or the scope walked, dropped could be among ``shown``."""
+    cap = env.max_other_channels
+    if scoped is None:
+        return exact(server, shown, cap, OWN, since_ms=now_ms - env.longest_ttl_ms)
+    return scoped_exact(scoped, shown, cap, now_ms, env)
+
+
+def exact(view: MemoryView, shown: list[MemoryRecord], cap: int, rank: int, *,
+          since_ms: int) -> bool:
+    """No row ``view`` dropped could be among ``shown`` (the first ``cap``
+    rows of a walk in which the view's rows stand at ``rank``): it dropped
+    none, only rows updated before ``since_ms`` (expired), or the last row
+    shown comes before every row it dropped."""
+    dropped = view.dropped_through
+    if dropped is None or cap <= 0 or dropped[0] < since_ms:
+        return True
+    if len(shown) < cap:
+        return False
+    last = shown[-1]
+    at, key = place(last)
+    return (at, OWN if last.key.scope_kind == "server" else FOLDED, key) > (
+        dropped[0], rank, dropped[1])
+
+
+def scoped_exact(scoped: ScopedRows, shown: list[MemoryRecord], cap: int, now_ms: int,
+                 env: Settings) -> bool:
+    """:func:`exact` for both halves of ``scoped``, and none of the rows it
+    left out could show at ``now_ms``."""
+    crude_since = now_ms - env.crude_ttl_ms
+    return (crude_since >= scoped.crude_since_ms
+            and exact(scoped.summaries, shown, cap, OWN,
+                      since_ms=now_ms - env.summary_ttl_ms)
+            and exact(scoped.crude, shown, cap, OWN, since_ms=crude_since))
+
+
+def _may_miss(view: MemoryView, now_ms: int, env: Settings) -> bool:
+    """``view`` dropped rows that may not have expired yet."""
+    dropped = view.dropped_through
+    return dropped is not None and dropped[0] >= now_ms - env.longest_ttl_ms
+
+
+async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView,
+                      scope: Scope) -> ScopedRows:
+    """The rows of ``server`` a build of ``scope`` may show: cached on the
+    view, else read once from the database and cached there.
+
+    The scope is registered before the read, so writes heard meanwhile reach
+    it; a row the read returns never replaces a newer one, and a row deleted
+    meanwhile is not put back."""
+    cached = server.scoped(scope)
+    if cached is not None:
+        return cached
+    env = stm.settings
+    now = loaded.now_ms
+    assert turn.server_id is not None
+    scoped = ScopedRows(scope, crude_since_ms=now - env.crude_ttl_ms,
+                        max_rows=min(server.max_rows,
+                                     max(SCOPE_ROWS, 8 * env.max_other_channels)))
+    server.add_scope(scoped)
+    try:
+        with scoped.loading() as deleted:
+            rows = await stm.adapter.load_server_memories(
+                turn.server_id, updated_since_ms=now - env.longest_ttl_ms)
+            for row in rows:
+                if row.key not in deleted:
+                    scoped.apply(row)
+    except BaseException:
+        server.drop_scope(scoped)
+        raise
+    return scoped
+
+
+async def _unbounded(stm: Stm, turn: Turn, loaded: Loaded, *, users: bool,
+                     own: bool) -> Loaded:
+    """``loaded`` with every row of the load window of the user's view
+    (``users``) and of the server's view (``own``), read from the database
     (not cached: the cache keeps its bound)."""
     since = loaded.now_ms - stm.settings.longest_ttl_ms
     adapter = stm.adapter
-    user_id = loaded.user.prefs.user_id
-    user_rows = await adapter.load_user_memories(user_id, updated_since_ms=since)
-    user = UserView(prefs=loaded.user.prefs, memories=_all(user_rows))
-    server = None
-    if turn.server_id is not None:
+    user, server = loaded.user, loaded.server
+    if users:
+        rows = await adapter.load_user_memories(user.prefs.user_id, updated_since_ms=since)
+        user = UserView(prefs=user.prefs, memories=_all(rows))
+    if own and turn.server_id is not None:
         server = _all(await adapter.load_server_memories(turn.server_id,
                                                          updated_since_ms=since))
     return attrs.evolve(loaded, user=user, server=server)
@@ -84,24 +204,36 @@ def _all(rows: list[MemoryRecord]) -> MemoryView:
     return MemoryView(rows, max_rows=max(1, len(rows)))
 
 
-async def _walk(stm: Stm, turn: Turn, loaded: Loaded
-                ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
+async def _candidates(stm: Stm, turn: Turn, loaded: Loaded
+                      ) -> tuple[list[MemoryRecord], dict[str, ServerSettings],
+                                 VisibilityContext]:
+    """The folded or DM rows (filtered up front), the settings of every
+    server they come from, and the policies' context."""
+    env = stm.settings
+    few = folded_rows(turn, loaded) if loaded.server is not None else dm_candidates(turn, loaded)
+    # No folded or DM rows (the usual guild turn): no other server's settings.
+    if few:
+        few = drop_expired(few, loaded.now_ms, crude_ttl_ms=env.crude_ttl_ms,
+                           summary_ttl_ms=env.summary_ttl_ms)
+    servers = (await origin_settings(stm, turn, loaded.profile, few) if few
+               else current_settings(turn, loaded.profile))
+    return few, servers, visibility_context(turn, loaded.profile, loaded.opt_in, servers)
+
+
+def _walk(stm: Stm, loaded: Loaded, few: list[MemoryRecord], ctx: VisibilityContext,
+          policies: Sequence[VisibilityPolicy], scoped: ScopedRows | None
+          ) -> list[MemoryRecord]:
     env = stm.settings
     now, crude_ttl, summary_ttl = loaded.now_ms, env.crude_ttl_ms, env.summary_ttl_ms
     server = loaded.server
-    few = folded_rows(turn, loaded) if server is not None else dm_candidates(turn, loaded)
-    # No folded or DM rows (the usual guild turn): no other server's settings.
-    if few:
-        few = drop_expired(few, now, crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)
-    servers = (await origin_settings(stm, turn, loaded.profile, few) if few
-               else current_settings(turn, loaded.profile))
-    ctx = visibility_context(turn, loaded.profile, loaded.opt_in, servers)
     rows: Iterable[MemoryRecord] = few
     if server is not None:
+        own: Iterator[MemoryRecord] = (
+            server.newest_first() if scoped is None
+            else scoped.newest_first(summary_since_ms=now - summary_ttl,
+                                     crude_since_ms=now - crude_ttl))
         # Equal times: the server's own rows before folded ones (merge is
         # stable). The usual guild turn has no folded rows: no merge.
-        own = server.newest_first()
         rows = heapq.merge(own, few, key=_UPDATED_AT, reverse=True) if few else own
-    return first_visible(rows, turn, stm.hooks.visibility_policies(), ctx,
-                         env.max_other_channels, now_ms=now,
-                         crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl), servers
+    return first_visible(rows, ctx.turn, policies, ctx, env.max_other_channels, now_ms=now,
+                         crude_ttl_ms=crude_ttl, summary_ttl_ms=summary_ttl)

@@ -152,10 +152,44 @@ class VisibilityPolicy(Protocol):
     """Decides whether an other-channel memory may appear in this turn.
 
     Return ``False`` to hide it (any ``False`` wins), ``True`` or ``None`` to
-    let it through.
+    let it through. A policy that hides whole channels may say which
+    (:func:`hides_channels`).
     """
 
     def __call__(self, entry: MemoryRecord, ctx: VisibilityContext) -> bool | None: ...
+
+
+#: The attribute :func:`hides_channels` sets on a visibility policy.
+HIDDEN_CHANNELS = "stm_hidden_channels"
+
+PolicyT = TypeVar("PolicyT", bound="Callable[[MemoryRecord, VisibilityContext], bool | None]")
+
+
+def hides_channels(channels: Callable[[VisibilityContext], frozenset[str]]
+                   ) -> Callable[[PolicyT], PolicyT]:
+    """Declare, on a visibility policy, the channels of the turn's own server
+    it hides wholesale: for every entry of that server whose channel, or the
+    channel its thread hangs under, is in ``channels(ctx)``, the policy
+    answers ``False``. A build in a big server then passes those entries by
+    without calling the policy for each. The policy must still answer
+    ``False`` for them when called. Returns a decorator that marks the
+    policy and returns it."""
+    def mark(policy: PolicyT) -> PolicyT:
+        setattr(policy, HIDDEN_CHANNELS, channels)
+        return policy
+    return mark
+
+
+def hidden_channels(policies: Iterable[VisibilityPolicy], ctx: VisibilityContext
+                    ) -> frozenset[str]:
+    """The channels of the turn's server that ``policies`` declared hidden in ``ctx``."""
+    hidden: frozenset[str] = frozenset()
+    for policy in policies:
+        channels = getattr(policy, HIDDEN_CHANNELS, None)
+        if channels is not None:
+            declared = channels(ctx)
+            hidden = declared if not hidden else hidden | declared
+    return hidden
 
 
 @attrs.frozen(kw_only=True)
@@ -191,6 +225,7 @@ class AdminAction:
 
 __all__ = [
     "BYTE_BOUNDED",
+    "HIDDEN_CHANNELS",
     "Actor",
     "AdminAction",
     "MentionConverter",
@@ -203,5 +238,7 @@ __all__ = [
     "VisibilityContext",
     "VisibilityPolicy",
     "byte_bounded",
+    "hidden_channels",
+    "hides_channels",
     "is_byte_bounded",
 ]
