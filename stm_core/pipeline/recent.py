@@ -86,24 +86,6 @@ async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
     return _walk(stm, unbounded, few, ctx, policies, scoped if own_exact else None), servers
 
 
-def server_shown(stm: Stm, loaded: Loaded, ctx: VisibilityContext,
-                 policies: Sequence[VisibilityPolicy]) -> list[MemoryRecord] | None:
-    """:func:`newest_visible` for a server turn with nothing folded in (no
-    cross-server opt-in), from the cache alone: the rows to show, or ``None``
-    when only the database can tell (the build's scope was not read yet, or
-    rows a view dropped could show). The fused warm path's share of it."""
-    server = loaded.server
-    assert server is not None
-    env = stm.settings
-    scoped = None
-    if _may_miss(server, loaded.now_ms, env):
-        scoped = server.scoped(_scope(ctx.turn, policies, ctx))
-        if scoped is None:
-            return None
-    shown = _walk(stm, loaded, [], ctx, policies, scoped)
-    return shown if _own_exact(server, scoped, shown, loaded.now_ms, env) else None
-
-
 def _scope(turn: Turn, policies: Sequence[VisibilityPolicy], ctx: VisibilityContext
            ) -> Scope:
     return (turn.persona_lineage_id or None, hidden_channels(policies, ctx))

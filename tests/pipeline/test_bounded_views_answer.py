@@ -20,9 +20,6 @@ from hypothesis import strategies as st
 
 from stm_core.clock import ManualClock
 from stm_core.models import StmContext
-from stm_core.pipeline.load import warm_load
-from stm_core.pipeline.recent import newest_visible, server_shown
-from stm_core.pipeline.visibility import current_settings, visibility_context
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryFilter, MemoryKey
 from stm_core.store import Stm, open_store
@@ -124,18 +121,7 @@ async def builds(rows_per_view: int, cap: int, private: frozenset[str], bypass: 
 
 
 async def build(stm: Stm, fields: dict[str, Any]) -> StmContext:
-    """The turn's context; on the way, the cache-only answer for a server
-    turn (the fused path's), when it has one, must be the walk's."""
-    turn = make_turn(**fields)
-    context = await stm.build_context(turn)
-    loaded = warm_load(stm, turn, "alice")
-    if loaded is not None and loaded.server is not None and not loaded.opt_in:
-        ctx = visibility_context(turn, loaded.profile, False,
-                                 current_settings(turn, loaded.profile))
-        fast = server_shown(stm, loaded, ctx, stm.hooks.visibility_policies())
-        shown, _servers = await newest_visible(stm, turn, loaded)
-        assert fast is None or fast == shown
-    return context
+    return await stm.build_context(make_turn(**fields))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
