@@ -88,27 +88,23 @@ async def write(stm: Stm, key: MemoryKey, *, summary: str | None = None,
 
 async def set_settings(stm: Stm, server_id: str = GUILD, **changes: object) -> ServerSettings:
     """Store server settings, then mirror the committed row into the cache."""
-    settings = await stm.adapter.update_server_settings(server_id, changes,
-                                                        now_ms=stm.clock.now_ms())
-    stm.cache.put_settings(settings)
-    return settings
+    return await stm.engine.write_settings(server_id, lambda: stm.adapter.update_server_settings(
+        server_id, changes, now_ms=stm.clock.now_ms()))
 
 
 async def set_categories(stm: Stm, labels: Sequence[str],
                          server_id: str = GUILD) -> ServerSettings:
     categories = [CategoryRecord(position=i, label=label, description=f"{label} so far")
                   for i, label in enumerate(labels)]
-    settings, removed = await stm.adapter.replace_categories(
-        server_id, categories, now_ms=stm.clock.now_ms(), clear_server_memories=False)
-    stm.cache.put_settings(settings)
-    stm.cache.forget(removed)
+    settings, _removed = await stm.engine.write_categories(
+        server_id, lambda: stm.adapter.replace_categories(
+            server_id, categories, now_ms=stm.clock.now_ms(), clear_server_memories=False))
     return settings
 
 
 async def set_opt_in(stm: Stm, user_id: str = "alice", value: bool = True) -> None:
-    prefs = await stm.adapter.set_user_prefs(user_id, crossserver_opt_in=value,
-                                             now_ms=stm.clock.now_ms())
-    stm.cache.put_prefs(prefs)
+    await stm.engine.write_prefs(user_id, lambda: stm.adapter.set_user_prefs(
+        user_id, crossserver_opt_in=value, now_ms=stm.clock.now_ms()))
 
 
 def other_text(ctx: StmContext) -> str | None:

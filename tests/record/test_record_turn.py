@@ -105,13 +105,13 @@ async def test_messages_are_replaced_not_appended(stm: Stm) -> None:
 async def test_each_persona_gets_its_own_rows_in_one_capture(
         stm: Stm, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[CaptureWrite]] = []
-    real_capture = stm.capture
+    real_capture = stm.engine.capture
 
     async def spy(writes: list[CaptureWrite]) -> list[MemoryRecord]:
         calls.append(list(writes))
         return await real_capture(writes)
 
-    monkeypatch.setattr(stm, "capture", spy)
+    monkeypatch.setattr(stm.engine, "capture", spy)
     responses = [reply("A says hi", "p1", "Aiko", "L1"), reply("B says hi", "p2", "Ben", "L2"),
                  reply("A again", "p1", "Aiko", "L1")]
     result = await stm.record_turn(guild_turn(), [user("hello all")], responses)

@@ -32,9 +32,8 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[Stm]:
         if request.param == "category":
             records = [CategoryRecord(position=i, label=label, description=text)
                        for i, (label, text) in enumerate(CATEGORIES)]
-            settings, _ = await stm.adapter.replace_categories(
-                "g1", records, now_ms=0, clear_server_memories=False)
-            stm.cache.put_settings(settings)
+            await stm.engine.write_categories("g1", lambda: stm.adapter.replace_categories(
+                "g1", records, now_ms=0, clear_server_memories=False))
         yield stm
 
 

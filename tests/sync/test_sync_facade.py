@@ -88,7 +88,7 @@ def test_errors_are_the_async_apis(backend_url: str) -> None:
         assert not hostile.ok and hostile.code is not None
         assert not stm.apply_tool_call(turn(), {"summary": 42}).ok  # type: ignore[dict-item]
         with pytest.raises(AttributeError, match="not an admin call"):
-            stm.admin._stm  # noqa: B018 - a private attribute is no admin call
+            stm.admin._engine  # noqa: B018 - a private attribute is no admin call
     with pytest.raises(StoreClosed):
         stm.build_context(turn())
 

@@ -94,7 +94,7 @@ async def test_a_call_cancelled_mid_write_frees_its_turn(
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    monkeypatch.setattr(stm, "write_memory", stuck)
+    monkeypatch.setattr(stm.engine, "write_memory", stuck)
     turn = guild_turn()
     call = asyncio.ensure_future(stm.apply_tool_call(turn, {"summary": "x"}))
     await started.wait()
