@@ -443,8 +443,7 @@ class MemoryCache:
             self._mark = mark = self._mark + 1
             view = self._view_for(key)
             if view is not None:
-                if self._may_take(view, record, since):
-                    view.apply(record, mark)
+                if self._take(view, record, since, mark):
                     self.stats.stores += 1
                 else:
                     self.drop_scopes([key])
@@ -452,10 +451,23 @@ class MemoryCache:
             if pending is not None:
                 pending.append(_Written(record, since, mark))
 
-    def _may_take(self, view: MemoryView, record: MemoryRecord, since: int) -> bool:
-        """No removal the row may predate was mirrored after its call began."""
-        return view.removed_at < since and (record.updated_at_ms >= self._purged_before_ms
-                                            or self._purged_at < since)
+    def _take(self, view: MemoryView, record: MemoryRecord, since: int, mark: int) -> bool:
+        """Put ``record`` (from a call that began at ``since``) into ``view``;
+        ``False`` when it cannot be ordered against what the view saw: a
+        removal mirrored after its call began (the row may predate it), or a
+        row of a higher rev mirrored after its call began (an older write of
+        the same row, or the row deleted and written anew: its rev restarts)."""
+        if not (view.removed_at < since and (record.updated_at_ms >= self._purged_before_ms
+                                             or self._purged_at < since)):
+            return False
+        key = record.key
+        current = view.records.get(key)
+        if current is not None and record.rev < current.rev:
+            if view.mirrored_after(key, since):
+                return False
+            view.forget(key)  # held before this write began: deleted and written anew since
+        view.apply(record, mark)
+        return True
 
     def forget(self, keys: Iterable[MemoryKey], since: int) -> None:
         """Mirror rows deleted by a database call that began at mark ``since``:
@@ -498,10 +510,7 @@ class MemoryCache:
 
     def _replay(self, view: MemoryView, change: _Change) -> bool:
         if isinstance(change, _Written):
-            if not self._may_take(view, change.record, change.since):
-                return False
-            view.apply(change.record, change.mark)
-            return True
+            return self._take(view, change.record, change.since, change.mark)
         if isinstance(change, _Removed):
             return view.remove(change.key, change.since, change.mark)
         stale = [k for k, r in view.records.items() if r.updated_at_ms < change.cutoff_ms]

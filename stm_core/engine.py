@@ -442,9 +442,8 @@ class Engine:
         self.cache.forget_older_than(cutoff_ms, self.cache.mark())
 
     async def reread(self, key: MemoryKey) -> None:
-        """Read a row another process changed and mirror it. Its view drops
-        when the read fails (then this raises), or when the row was deleted
-        and written anew meanwhile (its rev went back)."""
+        """Read a row another process changed and mirror it (versioned like
+        every change). Its view drops when the read fails (then this raises)."""
         cache = self.cache
         since = cache.mark()
         try:
@@ -452,10 +451,7 @@ class Engine:
         except BaseException:
             cache.drop_scopes([key])
             raise
-        cached = cache.cached_record(key)
         if record is None:
             cache.forget([key], since)
-        elif cached is not None and record.rev < cached.rev:
-            cache.drop_scopes([key])
         else:
             cache.apply([record], since)
