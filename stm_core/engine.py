@@ -355,16 +355,18 @@ class Engine:
             self.cache.apply([done], since)
         return done
 
-    async def delete_memories(self, flt: MemoryFilter,
-                              drop: Callable[[], None] | None = None) -> list[MemoryKey]:
+    async def delete_memories(self, flt: MemoryFilter) -> list[MemoryKey]:
         """Delete the rows ``flt`` matches and forget them in the cache. On a
-        failure ``drop`` (by default: the whole cache) forgets what may have
-        gone."""
+        failure, which rows went is unknown: the views that may hold them
+        reload (the filter's user's view, or the whole cache)."""
         since = self.cache.mark()
         try:
             removed = await self.adapter.delete_memories(flt)
         except BaseException:
-            (drop or self.cache.clear)()  # which rows went is unknown
+            if flt.scope_kind == "user" and flt.user_id is not None:
+                self.cache.drop_user(flt.user_id)
+            else:
+                self.cache.clear()
             raise
         self.cache.forget(removed, since)
         return removed

@@ -128,9 +128,7 @@ async def forget_user(engine: Engine, user_id: str, *, dry_run: bool) -> ForgetR
 
 
 async def _delete_own_rows(engine: Engine, user_id: str) -> list[MemoryKey]:
-    # On a failure, which rows went is unknown: the user's view reloads.
-    return await engine.delete_memories(own_filter(user_id),
-                                        lambda: engine.cache.drop_user(user_id))
+    return await engine.delete_memories(own_filter(user_id))
 
 
 async def _strip_row(engine: Engine, erasure: UserErasure, record: MemoryRecord | None,
