@@ -64,7 +64,7 @@ async def capture(stm: Stm, key: MemoryKey, *lines: Line, counter_increment: int
                   lineage: str | None = None, parent: str | None = None) -> MemoryRecord:
     """A bot turn's crude capture of one row (also bumps its counter)."""
     settings = stm.settings
-    [record] = await stm.capture([CaptureWrite(
+    [record] = await stm.engine.capture([CaptureWrite(
         key=key, messages=messages(*lines), now_ms=stm.clock.now_ms(),
         counter_increment=counter_increment, persona_lineage_id=lineage,
         parent_channel_id=parent, crude_ttl_ms=settings.crude_ttl_ms,
@@ -77,7 +77,7 @@ async def write(stm: Stm, key: MemoryKey, *, summary: str | None = None,
                 lineage: str | None = None, parent: str | None = None) -> MemoryRecord:
     """A summary and/or category write (what the tool or an admin edit does)."""
     settings = stm.settings
-    [record] = await stm.write_memory([MemoryWrite(
+    [record] = await stm.engine.write_memory([MemoryWrite(
         key=key, now_ms=stm.clock.now_ms(),
         set_summary=summary is not None, summary=summary,
         set_categories=categories is not None, categories=dict(categories or {}),

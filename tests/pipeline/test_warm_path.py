@@ -169,12 +169,12 @@ async def both(env: dict[str, Any], server: dict[str, Any], rows: list[dict[str,
         turn = make_turn(**turn_fields)
         await stm.build_context(turn)  # loads every view the turn reads
         fresh_turn = make_turn(**turn_fields)  # a host's next Turn: per-Turn memos cold
-        loaded = warm_load(stm, fresh_turn, "alice")
+        loaded = warm_load(stm.engine, fresh_turn, "alice")
         assert loaded is not None
-        fused = warm_context(stm, fresh_turn, loaded)
-        staged = await staged_build(stm, fresh_turn, "alice", loaded)
+        fused = warm_context(stm.engine, fresh_turn, loaded)
+        staged = await staged_build(stm.engine, fresh_turn, "alice", loaded)
         # Once more, now that the memos hold what the first builds made.
-        again = warm_context(stm, make_turn(**turn_fields), loaded)
+        again = warm_context(stm.engine, make_turn(**turn_fields), loaded)
         assert again == fused
         return fused, staged
 

@@ -76,7 +76,7 @@ async def test_guild_turn_stores_cleaned_lines_in_both_rows(stm: Stm, clock: Man
     assert (live.persona_lineage_id, live.parent_channel_id) == ("L1", "forum")
     assert live.updated_at_ms == clock.now_ms()
     # The cache holds what the database returned.
-    assert (await stm.server_memories("g1")).records[SERVER_KEY].turns_since_refresh == 1
+    assert (await stm.engine.server_memories("g1")).records[SERVER_KEY].turns_since_refresh == 1
 
 
 async def test_dm_turn_writes_and_counts_the_user_row(stm: Stm) -> None:
@@ -137,7 +137,7 @@ async def test_a_guild_turn_without_a_user_writes_the_server_row_only(stm: Stm) 
 
 
 async def test_summary_and_categories_survive_a_capture(stm: Stm) -> None:
-    await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=stm.clock.now_ms(),
+    await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=stm.clock.now_ms(),
                                         set_summary=True, summary="kept",
                                         set_categories=True, categories={"goals": "kept"})])
     await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
@@ -146,7 +146,7 @@ async def test_summary_and_categories_survive_a_capture(stm: Stm) -> None:
 
 
 async def test_an_expired_summary_does_not_come_back(stm: Stm, clock: ManualClock) -> None:
-    await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
+    await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
                                         set_summary=True, summary="yesterday")])
     clock.advance(hours=stm.settings.summary_ttl_hours + 1)
     await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
@@ -158,7 +158,7 @@ async def test_categories_older_than_the_configured_ttl_are_dropped(
     """The store's own TTL decides, not the default: 1 hour here instead of 12
     (a row without a summary expires by the lines' TTL)."""
     async with open_stm(backend_url, settings=Settings(ttl_hours=1)) as stm:
-        await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
+        await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
                                             set_categories=True, categories={"goals": "old"})])
         clock.advance(hours=2)
         await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
@@ -170,7 +170,7 @@ async def test_a_summary_older_than_the_configured_summary_ttl_is_dropped(
     """2 hours here instead of 24; the lines' TTL (a year) keeps the row itself alive."""
     async with open_stm(backend_url, settings=Settings(ttl_hours=8760,
                                                        summary_ttl_hours=2)) as stm:
-        await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
+        await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
                                             set_summary=True, summary="this morning")])
         clock.advance(hours=3)
         await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
@@ -211,7 +211,7 @@ async def test_database_failures_raise_storage_error(
     monkeypatch.setattr(stm.adapter, "capture", broken)
     with pytest.raises(StorageError, match="server closed the connection"):
         await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
-    assert SERVER_KEY not in (await stm.server_memories("g1")).records
+    assert SERVER_KEY not in (await stm.engine.server_memories("g1")).records
 
 
 async def test_a_closed_database_raises_storage_error(open_stm: Any, db_url: str) -> None:

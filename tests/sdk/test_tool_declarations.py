@@ -76,7 +76,7 @@ async def test_strict_matches_the_sdks_pydantic_helper(store: Stm) -> None:
     schema = await declaration(store, "openai-strict")
     params = schema["function"]["parameters"]
     # Category fields may be left out (one is enough); the summary is always needed.
-    optional = (await store.profile_for("g1")).mode == "category"
+    optional = (await store.engine.profile_for("g1")).mode == "category"
     fields = {name: (str | None if optional else str,
                      pydantic.Field(description=p["description"]))
               for name, p in params["properties"].items()}
