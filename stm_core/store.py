@@ -22,12 +22,11 @@ import logging
 import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from stm_core import telemetry
-from stm_core.admin import Admin
 from stm_core.arguments import (
     check_flag,
     check_iterable,
@@ -40,8 +39,7 @@ from stm_core.clock import Clock
 from stm_core.engine import Engine
 from stm_core.errors import ConfigurationError, ValidationError
 from stm_core.hooks import Hooks
-from stm_core.invalidation import InvalidationListener
-from stm_core.janitor import Janitor
+from stm_core.lazy_import import lazy_module
 from stm_core.models import (
     HistoryMessage,
     PersonaResponse,
@@ -50,10 +48,8 @@ from stm_core.models import (
     ToolResult,
     Turn,
 )
-from stm_core.pipeline.build import build_context
 from stm_core.plugins import StmPluginManager, create_plugin_manager
 from stm_core.profile import ProfileCache, ServerProfile, check_default_render_mode
-from stm_core.record import record_turn
 from stm_core.settings import Settings
 from stm_core.storage.factory import adapter_for_url
 from stm_core.storage.protocol import ChangeFeed, StorageAdapter
@@ -65,9 +61,24 @@ from stm_core.storage.records import (
     SchemaStatus,
     ServerSettings,
 )
-from stm_core.tool.apply import apply_tool_call
-from stm_core.tool.gate import tool_available
-from stm_core.tool.schema import tool_schema
+
+if TYPE_CHECKING:
+    from stm_core import admin as admin_calls
+    from stm_core import invalidation, record
+    from stm_core import janitor as purging
+    from stm_core.pipeline import build
+    from stm_core.tool import apply, gate, schema
+else:
+    # The facade's parts, bound at import and run on first use: a short
+    # ``stm`` command opens a store and builds no context, runs no janitor.
+    admin_calls = lazy_module("stm_core.admin")
+    build = lazy_module("stm_core.pipeline.build")
+    invalidation = lazy_module("stm_core.invalidation")
+    purging = lazy_module("stm_core.janitor")
+    record = lazy_module("stm_core.record")
+    apply = lazy_module("stm_core.tool.apply")
+    gate = lazy_module("stm_core.tool.gate")
+    schema = lazy_module("stm_core.tool.schema")
 
 log = logging.getLogger("stm.store")
 
@@ -83,10 +94,10 @@ class Stm:
                  settings: Settings | None = None, clock: Clock | None = None) -> None:
         self.engine = Engine(adapter, pm=pm, settings=settings, clock=clock)
         self.schema_status: SchemaStatus | None = None
-        self._admin: Admin | None = None
-        self._janitor: Janitor | None = None
+        self._admin: admin_calls.Admin | None = None
+        self._janitor: purging.Janitor | None = None
         #: Hears other processes' writes (PostgreSQL); ``None`` when alone.
-        self.listener: InvalidationListener | None = None
+        self.listener: invalidation.InvalidationListener | None = None
         telemetry.register_metrics()
 
     # -- the engine's parts, read through ----------------------------------------
@@ -137,7 +148,7 @@ class Stm:
         if (self.listener is not None or not isinstance(adapter, ChangeFeed)
                 or not adapter.announces_changes):
             return
-        self.listener = InvalidationListener(self.engine, adapter)
+        self.listener = invalidation.InvalidationListener(self.engine, adapter)
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=True),
                                 self.clock.now_ms)
         await self.listener.start()  # shortens the expiry if notices do not arrive
@@ -156,11 +167,11 @@ class Stm:
         instance_of(turn, Turn, "turn")
         tracer = telemetry.tracer()
         if tracer is None:  # nobody collects spans: the plain call
-            context = await build_context(self.engine, turn)
+            context = await build.build_context(self.engine, turn)
         else:
             with tracer.start_as_current_span("stm.build_context") as span:
                 misses = self.cache.stats.misses
-                context = await build_context(self.engine, turn)
+                context = await build.build_context(self.engine, turn)
                 span.set_attributes({
                     **self._turn_attributes(turn),
                     "stm.items": len(context.memory_items),
@@ -182,7 +193,7 @@ class Stm:
     async def tool_available(self, turn: Turn) -> bool:
         """Whether ``update_short_term_memory`` may be offered this turn."""
         instance_of(turn, Turn, "turn")
-        return await tool_available(self.engine, turn)
+        return await gate.tool_available(self.engine, turn)
 
     async def tool_schema(self, turn: Turn, format: str | None = None) -> dict[str, Any] | None:
         """The tool declaration for ``turn`` in a provider format, or ``None``
@@ -193,7 +204,7 @@ class Stm:
         (the tool-format rule of the host guide). Raises ``ValidationError`` for
         an unknown key and ``UnknownProvider`` for a provider no rule knows."""
         instance_of(turn, Turn, "turn")
-        return await tool_schema(self.engine, turn, format)  # checks format, naming the keys
+        return await schema.tool_schema(self.engine, turn, format)  # checks format, naming the keys
 
     async def apply_tool_call(self, turn: Turn,
                               arguments: Mapping[str, object] | str) -> ToolResult:
@@ -203,7 +214,7 @@ class Stm:
         A ``turn`` that is not a :class:`Turn` raises :class:`ValidationError`."""
         instance_of(turn, Turn, "turn")
         with telemetry.span("stm.apply_tool_call") as span:
-            result = await apply_tool_call(self.engine, turn, arguments)
+            result = await apply.apply_tool_call(self.engine, turn, arguments)
             telemetry.tool_call(result.ok, result.code)
             if span is not None:
                 span.set_attributes({**self._turn_attributes(turn), "stm.ok": result.ok,
@@ -226,7 +237,7 @@ class Stm:
         """
         _check_record_arguments(turn, history, responses, stop_response, privacy_full)
         if telemetry.tracer() is None:
-            return await record_turn(self.engine, turn, history, responses,
+            return await record.record_turn(self.engine, turn, history, responses,
                                      stop_response=stop_response, privacy_full=privacy_full)
         return await self._traced_record(turn, history, responses, stop_response=stop_response,
                                          privacy_full=privacy_full)
@@ -240,7 +251,7 @@ class Stm:
         tracer = telemetry.tracer()
         assert tracer is not None
         with tracer.start_as_current_span("stm.record_turn") as span:
-            result = await record_turn(self.engine, turn, window, responses,
+            result = await record.record_turn(self.engine, turn, window, responses,
                                        stop_response=stop_response, privacy_full=privacy_full)
             span.set_attributes({**self._turn_attributes(turn),
                                  "stm.recorded": result.recorded,
@@ -249,17 +260,17 @@ class Stm:
         return result
 
     @property
-    def admin(self) -> Admin:
+    def admin(self) -> admin_calls.Admin:
         """Settings, categories, prompts, privacy and memory edits."""
         if self._admin is None:
-            self._admin = Admin(self.engine)
+            self._admin = admin_calls.Admin(self.engine)
         return self._admin
 
     @property
-    def janitor(self) -> Janitor:
+    def janitor(self) -> purging.Janitor:
         """Deletes rows untouched for ``janitor_retention_days``, in batches."""
         if self._janitor is None:
-            self._janitor = Janitor(self.engine)
+            self._janitor = purging.Janitor(self.engine)
         return self._janitor
 
     # -- moved to the engine: thin delegates for one release -------------------------
