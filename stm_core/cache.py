@@ -236,11 +236,6 @@ class MemoryView:
         self.removed_at = max(self.removed_at, mark)
         return True
 
-    def takes(self, since: int) -> bool:
-        """A row read or written from mark ``since`` on may be installed: no
-        removal was mirrored into the view after its database call began."""
-        return self.removed_at < since
-
     def newest_first(self) -> Iterator[MemoryRecord]:
         """The rows, newest first (a build stops after the few it shows)."""
         return map(self.records.__getitem__, reversed(self._keys))
@@ -485,9 +480,9 @@ class MemoryCache:
                 pending.append(_Removed(key, since, mark))
 
     def note_absent(self, key: MemoryKey) -> None:
-        """A probe found no row for ``key``. Not a removal: a row held now was
-        mirrored after the probe's read or is newer than it, so it stays (and
-        a row written later clears the note when it is applied)."""
+        """A probe found no row for ``key``: noted absent, unless the view holds
+        a row for it (mirrored while the probe read, which must not hide it).
+        A row applied later clears the note."""
         view = self._view_for(key)
         if view is not None and key not in view.records:
             view.absent.add(key)
