@@ -341,16 +341,25 @@ class Engine:
         else:
             self.cache.apply(task.result(), since)
 
+    async def _database_first(self, write: Callable[[], Awaitable[T]],
+                              drop: Callable[[], None]) -> tuple[T, int]:
+        """Run ``write`` with the change mark taken before it; on a failure
+        ``drop`` what it may have changed (it may have committed before the
+        failure was seen). The caller mirrors what committed, with the mark.
+        (Turn writes take :meth:`_write_through`, which also outlives a
+        cancelled caller.)"""
+        since = self.cache.mark()
+        try:
+            return await write(), since
+        except BaseException:
+            drop()
+            raise
+
     async def write_row(self, key: MemoryKey,
                         write: Callable[[], Awaitable[MemoryRecord | None]]
                         ) -> MemoryRecord | None:
         """A conditional rewrite of one row (``None``: it did not apply)."""
-        since = self.cache.mark()
-        try:
-            done = await write()
-        except BaseException:
-            self.cache.drop_scopes([key])
-            raise
+        done, since = await self._database_first(write, lambda: self.cache.drop_scopes([key]))
         if done is not None:
             self.cache.apply([done], since)
         return done
@@ -359,27 +368,22 @@ class Engine:
         """Delete the rows ``flt`` matches and forget them in the cache. On a
         failure, which rows went is unknown: the views that may hold them
         reload (the filter's user's view, or the whole cache)."""
-        since = self.cache.mark()
-        try:
-            removed = await self.adapter.delete_memories(flt)
-        except BaseException:
+        def drop() -> None:
             if flt.scope_kind == "user" and flt.user_id is not None:
                 self.cache.drop_user(flt.user_id)
             else:
                 self.cache.clear()
-            raise
+
+        removed, since = await self._database_first(
+            lambda: self.adapter.delete_memories(flt), drop)
         self.cache.forget(removed, since)
         return removed
 
     async def write_settings(self, server_id: str,
                              write: Callable[[], Awaitable[ServerSettings]]) -> ServerSettings:
         """Write a server's settings and mirror what committed."""
-        since = self.cache.mark()
-        try:
-            stored = await write()
-        except BaseException:
-            self.cache.drop_settings(server_id)
-            raise
+        stored, since = await self._database_first(
+            write, lambda: self.cache.drop_settings(server_id))
         self.cache.put_settings(stored, since)
         return stored
 
@@ -389,13 +393,11 @@ class Engine:
     ) -> tuple[ServerSettings, list[MemoryKey]]:
         """Replace a server's categories (which may clear its server memories)
         and mirror what committed."""
-        since = self.cache.mark()
-        try:
-            stored, removed = await write()
-        except BaseException:
+        def drop() -> None:
             self.cache.drop_settings(server_id)
             self.cache.drop_scopes([MemoryKey.server(server_id, "", None)])
-            raise
+
+        (stored, removed), since = await self._database_first(write, drop)
         self.cache.put_settings(stored, since)
         self.cache.forget(removed, since)
         return stored, removed
@@ -403,12 +405,7 @@ class Engine:
     async def write_prefs(self, user_id: str,
                           write: Callable[[], Awaitable[UserPrefs]]) -> UserPrefs:
         """Write a user's preferences and mirror what committed."""
-        since = self.cache.mark()
-        try:
-            prefs = await write()
-        except BaseException:
-            self.cache.drop_user(user_id)
-            raise
+        prefs, since = await self._database_first(write, lambda: self.cache.drop_user(user_id))
         self.cache.put_prefs(prefs, since)
         return prefs
 
