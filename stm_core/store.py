@@ -242,7 +242,7 @@ class Stm:
         return await self._traced_record(turn, history, responses, stop_response=stop_response,
                                          privacy_full=privacy_full)
 
-    #: The same operation under its older name (``window`` is ``history``).
+    #: The same function, named for what ``history`` is: the whole window the model saw.
     record_window = record_turn
 
     async def _traced_record(self, turn: Turn, window: Sequence[HistoryMessage],
