@@ -147,12 +147,10 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
     turns = {server: _turns(server, count) for server in servers}
     details: dict[str, Any] = {}
     async with open_bench_store(sqlite_url(path), clock) as stm:
-        private = await stm.adapter.update_server_settings(
-            w.server_id(BASE + 1 + MIXES.index("private")),
-            {"private_channel_ids": frozenset(_channel(n) for n in range(large - large // 10,
-                                                                          large))},
-            now_ms=now)
-        stm.cache.put_settings(private)
+        private_server = w.server_id(BASE + 1 + MIXES.index("private"))
+        hidden = frozenset(_channel(n) for n in range(large - large // 10, large))
+        await stm.engine.write_settings(private_server, lambda: stm.adapter.update_server_settings(
+            private_server, {"private_channel_ids": hidden}, now_ms=now))
         shown: dict[str, int] = {}
         for server in servers:
             for turn in turns[server][:ACTIVE]:  # loads, probes and reads each scope once

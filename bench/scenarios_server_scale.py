@@ -78,7 +78,8 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
             before = current_rss_kb()
             await stm.build_context(turns[n][0])  # loads the server's view
             gc.collect()
-            views[str(n)] = {"rows_in_view": len((await stm.server_memories(server)).records),
+            view = await stm.engine.server_memories(server)
+            views[str(n)] = {"rows_in_view": len(view.records),
                              "rss_growth_kb": current_rss_kb() - before}
         # Both builds must do the same work: the same channels, the same texts.
         shown = {n: [item.text for item in (await stm.build_context(turns[n][0])).memory_items]

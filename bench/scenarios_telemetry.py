@@ -36,14 +36,14 @@ def strip_instrumentation(stm: Stm) -> None:
     async def bare_build(turn: Turn) -> StmContext:
         from stm_core.pipeline.build import build_context
 
-        return await build_context(stm, turn)
+        return await build_context(stm.engine, turn)
 
     async def bare_record(turn: Turn, history: Sequence[HistoryMessage],
                           responses: Sequence[PersonaResponse], *, stop_response: bool = False,
                           privacy_full: bool = False) -> RecordResult:
         from stm_core.record import record_turn
 
-        return await record_turn(stm, turn, history, responses, stop_response=stop_response,
+        return await record_turn(stm.engine, turn, history, responses, stop_response=stop_response,
                                  privacy_full=privacy_full)
 
     stm.build_context = bare_build  # type: ignore[method-assign]

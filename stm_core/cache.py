@@ -6,6 +6,15 @@ Rules (DESIGN, Storage):
   committed write returned), never from values computed in Python;
 * a row replaces a cached one only if its ``rev`` is not older, so writes that
   finish out of order cannot roll the cache back;
+* every change is versioned by the change counter (:meth:`MemoryCache.mark`):
+  a caller takes a mark before its database call and hands it with what
+  committed. A removal drops a cached row only if that row was mirrored before
+  the removal's database call began (else the row may be newer than the
+  delete), and a row or setting is installed only if no removal or change of
+  its view was mirrored after its call began (else it may be older). When the
+  order cannot be told, the view is dropped and reloads from the database. A
+  row's ``rev`` cannot decide this alone: a deleted row written again starts
+  at rev 1;
 * every map is an LRU with a configured bound, and each view holds at most
   ``cache_max_rows_per_view`` rows (the newest) and as many known-absent
   keys, so memory stays flat however many servers, users and channels are
@@ -183,6 +192,12 @@ class MemoryView:
         #: dropped for the bound.
         self.dropped_through: Place | None = None
         self._scopes: LRU[Scope, ScopedRows] = LRU(MAX_SCOPES_PER_VIEW)
+        #: Change marks (:meth:`MemoryCache.mark`): when each row written since
+        #: the view was made reached it; the loaded rows count as ``made_at``.
+        self.marks: dict[MemoryKey, int] = {}
+        self.made_at = 0
+        #: The mark of the newest removal mirrored into this view.
+        self.removed_at = 0
         self._trim()
 
     @property
@@ -191,7 +206,9 @@ class MemoryView:
         dropped = self.dropped_through
         return None if dropped is None else dropped[0]
 
-    def apply(self, record: MemoryRecord) -> None:
+    def apply(self, record: MemoryRecord, mark: int = 0) -> None:
+        """Hold ``record`` unless the view has a newer rev of its key.
+        Unversioned: :meth:`MemoryCache.apply` decides whether it may."""
         key = record.key
         records = self.records
         current = records.get(key)
@@ -200,14 +217,15 @@ class MemoryView:
             if record.rev < current.rev:
                 return
             self._unplace(current)
-        self._insert(record)
+        self._insert(record, mark)
         if self._scopes:  # a big server's scopes (most views have none)
             for scoped in self._scopes.values():
                 scoped.apply(record)
 
-    def _insert(self, record: MemoryRecord) -> None:
+    def _insert(self, record: MemoryRecord, mark: int = 0) -> None:
         key = record.key
         self.records[key] = record
+        self.marks[key] = mark
         at = record.updated_at_ms
         times, keys = self._times, self._keys
         if not times or times[-1] < at:  # the usual write: newer than every row
@@ -223,6 +241,7 @@ class MemoryView:
         self._trim()
 
     def forget(self, key: MemoryKey) -> None:
+        """Drop ``key``'s row and note it absent. Unversioned: see :meth:`remove`."""
         self.discard(key)
         self.absent.add(key)
         if self._scopes:
@@ -233,6 +252,7 @@ class MemoryView:
         """Let ``key``'s row go (it is not known absent: it moved elsewhere)."""
         record = self.records.pop(key, None)
         if record is not None:
+            self.marks.pop(key, None)
             self._unplace(record)
 
     def scoped(self, scope: Scope) -> ScopedRows | None:
@@ -274,6 +294,20 @@ class MemoryView:
         return map(self.records.__getitem__, islice(reversed(self._keys),
                                                     len(self._keys) - start))
 
+    def mirrored_after(self, key: MemoryKey, since: int) -> bool:
+        """The row held for ``key`` reached the view after mark ``since``."""
+        return key in self.records and self.marks.get(key, self.made_at) > since
+
+    def remove(self, key: MemoryKey, since: int, mark: int) -> bool:
+        """Mirror the delete of ``key`` whose database call began at mark
+        ``since``; ``False`` (and nothing changed) when the held row may be
+        newer than the delete."""
+        if self.mirrored_after(key, since):
+            return False
+        self.forget(key)
+        self.removed_at = max(self.removed_at, mark)
+        return True
+
     def newest_first(self) -> Iterator[MemoryRecord]:
         """The rows, newest first (a build stops after the few it shows)."""
         return map(self.records.__getitem__, reversed(self._keys))
@@ -302,8 +336,10 @@ class MemoryView:
         if excess <= 0:
             return
         oldest = (times[excess - 1], _tie_order(keys[excess - 1]))
+        marks = self.marks
         for key in keys[:excess]:
             del self.records[key]
+            marks.pop(key, None)
         del times[:excess], keys[:excess]
         dropped = self.dropped_through
         self.dropped_through = oldest if dropped is None else max(dropped, oldest)
@@ -449,8 +485,66 @@ class CacheStats:
         return f"{100 * self.hits / total:.1f}%" if total else "0%"
 
 
+@attrs.frozen
+class _Written:
+    """A row mirrored while its view loaded (replayed onto the loaded view)."""
+
+    record: MemoryRecord
+    since: int
+    mark: int
+
+
+@attrs.frozen
+class _Removed:
+    """A delete mirrored while its view loaded."""
+
+    key: MemoryKey
+    since: int
+    mark: int
+
+
+@attrs.frozen
+class _Purged:
+    """A purge of rows untouched since ``cutoff_ms``, mirrored while a view loaded."""
+
+    cutoff_ms: int
+    since: int
+    mark: int
+
+
+_Change = _Written | _Removed | _Purged
+
+
+class ChangeMarks:
+    """The mark of the last change of each server's settings (or each user's
+    preferences). Bounded: past ``maxsize`` names it starts over with a floor,
+    and every name counts as changed at the floor (a put that began earlier
+    is refused once, which only costs a reload)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._marks: dict[str, int] = {}
+        self.floor = 0
+
+    def note(self, ident: str, mark: int) -> None:
+        if len(self._marks) >= self.maxsize and ident not in self._marks:
+            self.reset(mark)
+        self._marks[ident] = mark
+
+    def reset(self, mark: int) -> None:
+        self._marks.clear()
+        self.floor = mark
+
+    def changed_since(self, ident: str, since: int) -> bool:
+        return max(self._marks.get(ident, 0), self.floor) > since
+
+
 class MemoryCache:
-    """Settings, server memories and user state, each in its own LRU."""
+    """Settings, server memories and user state, each in its own LRU.
+
+    Every change takes a ``since`` mark (:meth:`mark`, taken before its
+    database call); see the module's rules.
+    """
 
     def __init__(self, *, max_servers: int, max_users: int,
                  max_rows_per_view: int = 1000) -> None:
@@ -459,16 +553,36 @@ class MemoryCache:
         self.servers: LRU[str, MemoryView] = LRU(max_servers)
         self.users: LRU[str, UserView] = LRU(max_users)
         self.stats = CacheStats()
-        # Views being loaded: writes that commit meanwhile are replayed onto
+        # Views being loaded: changes that commit meanwhile are replayed onto
         # the loaded view before it is installed, so a load never hides them.
-        self._loading: dict[tuple[str, str], list[MemoryRecord | MemoryKey]] = {}
+        self._loading: dict[tuple[str, str], list[_Change]] = {}
         #: Moves whenever views are dropped for being possibly stale; a load
         #: that started under an older epoch returns its value uncached.
         self.epoch = 0
+        self._mark = 0
+        #: The newest removal anywhere: a view made later takes no row whose
+        #: write began before it.
+        self._removed_at = 0
+        #: The newest purge: rows untouched since ``_purged_before_ms`` whose
+        #: write or read began before ``_purged_at`` may be gone.
+        self._purged_before_ms = 0
+        self._purged_at = 0
+        self.settings_marks = ChangeMarks(4 * max_servers)
+        self.prefs_marks = ChangeMarks(4 * max_users)
+
+    def mark(self) -> int:
+        """The next change mark: take one before a database call, and give it
+        as ``since`` with what the call returned."""
+        self._mark += 1
+        return self._mark
 
     def new_view(self, rows: Iterable[MemoryRecord]) -> MemoryView:
-        """A view of loaded rows, bounded like every other."""
-        return MemoryView(rows, max_rows=self.max_rows_per_view)
+        """A view of loaded rows, bounded like every other (make it right
+        after the load's read: its rows count as mirrored now)."""
+        view = MemoryView(rows, max_rows=self.max_rows_per_view)
+        view.made_at = self.mark()
+        view.removed_at = self._removed_at
+        return view
 
     def expire_after(self, max_age_ms: int | None, now_ms: Callable[[], int]) -> None:
         """Reload views older than ``max_age_ms`` (``None``: never)."""
@@ -484,63 +598,127 @@ class MemoryCache:
             return self.servers.peek(key.server_id)
         return self._user_memories(key.user_id)
 
-    def apply(self, records: Iterable[MemoryRecord]) -> None:
-        """Mirror committed rows into whichever cached view holds their scope."""
+    def apply(self, records: Iterable[MemoryRecord], since: int) -> None:
+        """Mirror rows committed (or read) by a database call that began at
+        mark ``since`` into whichever cached view holds their scope."""
         for record in records:
-            view = self._view_for(record.key)
-            if view is not None:
-                view.apply(record)
-                self.stats.stores += 1
-            pending = self._loading.get(self._scope_of(record.key))
-            if pending is not None:
-                pending.append(record)
-
-    def forget(self, keys: Iterable[MemoryKey]) -> None:
-        """Mirror deleted rows."""
-        for key in keys:
+            key = record.key
+            self._mark = mark = self._mark + 1
             view = self._view_for(key)
             if view is not None:
-                view.forget(key)
+                if self._take(view, record, since, mark):
+                    self.stats.stores += 1
+                else:
+                    self.drop_scopes([key])
+            pending = self._loading.get(self._scope_of(key))
+            if pending is not None:
+                pending.append(_Written(record, since, mark))
+
+    def _take(self, view: MemoryView, record: MemoryRecord, since: int, mark: int) -> bool:
+        """Put ``record`` (from a call that began at ``since``) into ``view``;
+        ``False`` when it cannot be ordered against what the view saw: a
+        removal mirrored after its call began (the row may predate it), or a
+        row of a higher rev mirrored after its call began (an older write of
+        the same row, or the row deleted and written anew: its rev restarts)."""
+        if not (view.removed_at < since and (record.updated_at_ms >= self._purged_before_ms
+                                             or self._purged_at < since)):
+            return False
+        key = record.key
+        current = view.records.get(key)
+        if current is not None and record.rev < current.rev:
+            if view.mirrored_after(key, since):
+                return False
+            view.forget(key)  # held before this write began: deleted and written anew since
+        view.apply(record, mark)
+        return True
+
+    def forget(self, keys: Iterable[MemoryKey], since: int) -> None:
+        """Mirror rows deleted by a database call that began at mark ``since``:
+        a cached row mirrored after that may be newer than the delete, so
+        its view is dropped instead."""
+        for key in keys:
+            self._removed_at = mark = self.mark()
+            view = self._view_for(key)
+            if view is not None:
+                if not view.remove(key, since, mark):
+                    self.drop_scopes([key])
                 self.stats.invalidations += 1
             pending = self._loading.get(self._scope_of(key))
             if pending is not None:
-                pending.append(key)
+                pending.append(_Removed(key, since, mark))
+
+    def note_absent(self, key: MemoryKey) -> None:
+        """A probe found no row for ``key``: noted absent, unless the view holds
+        a row for it (mirrored while the probe read, which must not hide it).
+        A row applied later clears the note."""
+        view = self._view_for(key)
+        if view is not None and key not in view.records:
+            view.absent.add(key)
 
     def begin_load(self, kind: str, ident: str) -> None:
         self._loading.setdefault((kind, ident), [])
 
     def end_load(self, kind: str, ident: str, view: MemoryView | None) -> None:
-        """Replay what committed during the load onto ``view`` (if any)."""
+        """Replay what committed during the load onto ``view`` (if any). When
+        a change cannot be ordered against the load's read, the epoch moves,
+        so the loaded view is not installed."""
         pending = self._loading.pop((kind, ident), [])
         if view is None:
             return
-        for item in pending:
-            if isinstance(item, MemoryRecord):
-                view.apply(item)
-            else:
-                view.forget(item)
+        for change in pending:
+            if not self._replay(view, change):
+                self.epoch += 1
+                self.stats.invalidations += 1
+                return
+
+    def _replay(self, view: MemoryView, change: _Change) -> bool:
+        if isinstance(change, _Written):
+            return self._take(view, change.record, change.since, change.mark)
+        if isinstance(change, _Removed):
+            return view.remove(change.key, change.since, change.mark)
+        stale = [k for k, r in view.records.items() if r.updated_at_ms < change.cutoff_ms]
+        return all([view.remove(k, change.since, change.mark) for k in stale])
 
     def _user_memories(self, user_id: str) -> MemoryView | None:
         user = self.users.peek(user_id)
         return user.memories if user is not None else None
 
-    def put_settings(self, settings: ServerSettings) -> None:
-        self.settings.put(settings.server_id, settings)
+    def put_settings(self, settings: ServerSettings, since: int) -> None:
+        """Mirror settings committed (or read) by a call that began at mark
+        ``since``; dropped instead when another change of them was mirrored
+        after that (which of the two is newer is unknown)."""
+        server_id = settings.server_id
+        if self.settings_marks.changed_since(server_id, since):
+            self.drop_settings(server_id)
+            return
+        self.settings_marks.note(server_id, self.mark())
+        self.settings.put(server_id, settings)
 
-    def put_prefs(self, prefs: UserPrefs) -> None:
-        user = self.users.peek(prefs.user_id)
+    def put_prefs(self, prefs: UserPrefs, since: int) -> None:
+        """Mirror preferences, as :meth:`put_settings` mirrors settings."""
+        user_id = prefs.user_id
+        if self.prefs_marks.changed_since(user_id, since):
+            self.drop_user(user_id)
+            return
+        self.prefs_marks.note(user_id, self.mark())
+        user = self.users.peek(user_id)
         if user is not None:
             user.prefs = prefs
 
-    def forget_older_than(self, cutoff_ms: int) -> None:
-        """Mirror a janitor purge: forget cached rows untouched since ``cutoff_ms``."""
+    def forget_older_than(self, cutoff_ms: int, since: int) -> None:
+        """Mirror a purge that began at mark ``since``: forget cached rows
+        untouched since ``cutoff_ms``."""
+        self._purged_at = mark = self.mark()
+        self._purged_before_ms = max(self._purged_before_ms, cutoff_ms)
+        for pending in self._loading.values():
+            pending.append(_Purged(cutoff_ms, since, mark))
         stale: list[MemoryKey] = []
         for view in self.servers.values():
             stale += view.keys_older_than(cutoff_ms)
         for user in self.users.values():
             stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
         if stale:
-            self.forget(stale)
+            self.forget(stale, since)
 
     def cached_record(self, key: MemoryKey) -> MemoryRecord | None:
         view = self._view_for(key)
@@ -563,16 +741,23 @@ class MemoryCache:
         self.stats.invalidations += 1
 
     def drop_settings(self, server_id: str) -> None:
+        self.settings_marks.note(server_id, self.mark())
         self.settings.pop(server_id)
         self.epoch += 1
         self.stats.invalidations += 1
 
     def drop_user(self, user_id: str) -> None:
+        self.prefs_marks.note(user_id, self.mark())
         self.users.pop(user_id)
         self.epoch += 1
         self.stats.invalidations += 1
 
     def clear(self) -> None:
+        """Drop everything (its state is unknown); what any call that began
+        before now read or wrote is not installed."""
+        self._removed_at = mark = self.mark()
+        self.settings_marks.reset(mark)
+        self.prefs_marks.reset(mark)
         self.settings.clear()
         self.servers.clear()
         self.users.clear()

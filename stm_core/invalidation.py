@@ -52,7 +52,7 @@ from stm_core.storage.protocol import ChangeFeed, Subscription
 from stm_core.storage.records import ChangeNotice, MemoryKey
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 log = logging.getLogger("stm.invalidation")
 
@@ -83,8 +83,8 @@ class InvalidationListener:
     """Keeps one subscription to the adapter's change feed and applies notices
     to the store's cache."""
 
-    def __init__(self, stm: Stm, feed: ChangeFeed) -> None:
-        self._stm = stm
+    def __init__(self, engine: Engine, feed: ChangeFeed) -> None:
+        self._engine = engine
         self._feed = feed
         self.stats = ListenerStats()
         self._subscription: Subscription | None = None
@@ -106,7 +106,7 @@ class InvalidationListener:
         the safety expiry while listening (the short one when notices are
         known not to arrive), ``listener_check_seconds`` while not listening
         (``None``: no bound)."""
-        settings = self._stm.settings
+        settings = self._engine.settings
         listening_ms = settings.cache_max_age_ms(listening=True)
         listening_s = None if listening_ms is None else listening_ms / 1000
         if self.connected:
@@ -161,9 +161,9 @@ class InvalidationListener:
         self._subscription = subscription
         self.stats.connects += 1
         # Listening again: whatever was announced while nobody listened is lost.
-        self._stm.cache.clear()
-        self._stm.cache.stats.flushes += 1
-        self._stm.cache.expire_after(self._max_age_ms(), self._stm.clock.now_ms)
+        self._engine.cache.clear()
+        self._engine.cache.stats.flushes += 1
+        self._engine.cache.expire_after(self._max_age_ms(), self._engine.clock.now_ms)
         if self.hears_notices is False:
             self._warn_unheard()
         self._connected.set()
@@ -174,10 +174,10 @@ class InvalidationListener:
 
     def _max_age_ms(self) -> int | None:
         """The listening expiry, shortened while notices are known not to arrive."""
-        listening_ms = self._stm.settings.cache_max_age_ms(listening=True)
+        listening_ms = self._engine.settings.cache_max_age_ms(listening=True)
         if self.hears_notices is not False:
             return listening_ms
-        unheard_ms = int(self._stm.settings.unheard_cache_max_age_seconds * 1000)
+        unheard_ms = int(self._engine.settings.unheard_cache_max_age_seconds * 1000)
         return unheard_ms if listening_ms is None else min(unheard_ms, listening_ms)
 
     def _warn_unheard(self) -> None:
@@ -192,7 +192,7 @@ class InvalidationListener:
             "to the database (STM_LISTEN_URL / open_store(listen_url=...)). Until then "
             "cached views are reloaded after %.1f s (STM_UNHEARD_CACHE_MAX_AGE_SECONDS), "
             "so other processes' changes show up that late.",
-            self._stm.settings.unheard_cache_max_age_seconds)
+            self._engine.settings.unheard_cache_max_age_seconds)
 
     async def _disconnect(self) -> None:
         subscription, self._subscription = self._subscription, None
@@ -208,16 +208,16 @@ class InvalidationListener:
     def _stop_trusting_cache(self) -> None:
         """Nothing is heard any more: drop every cached view now, and until
         listening again let none get older than ``listener_check_seconds``."""
-        settings, cache = self._stm.settings, self._stm.cache
+        settings, cache = self._engine.settings, self._engine.cache
         cache.clear()
         cache.stats.flushes += 1
         unheard_ms = int(settings.listener_check_seconds * 1000)
         listening_ms = settings.cache_max_age_ms(listening=True)
         cache.expire_after(unheard_ms if listening_ms is None else min(unheard_ms, listening_ms),
-                           self._stm.clock.now_ms)
+                           self._engine.clock.now_ms)
 
     async def _keep_alive(self) -> None:
-        interval = self._stm.settings.listener_check_seconds
+        interval = self._engine.settings.listener_check_seconds
         period, timeout = interval * CHECK_PERIOD_SHARE, interval * CHECK_TIMEOUT_SHARE
         pause = FIRST_RETRY_PAUSE_S
         while True:
@@ -249,7 +249,7 @@ class InvalidationListener:
         if notice.origin == self._feed.instance_id:
             self.stats.own_notices += 1
             return
-        cache = self._stm.cache
+        cache = self._engine.cache
         cache.stats.remote_changes += 1
         if notice.everything:
             cache.clear()
@@ -262,7 +262,7 @@ class InvalidationListener:
             cache.drop_user(user_id)
             self.stats.views_dropped += 1
         if notice.purged_before_ms is not None:
-            cache.forget_older_than(notice.purged_before_ms)
+            self._engine.heard_purge(notice.purged_before_ms)
         for key in notice.keys:
             if cache.holds_scope(key):
                 self._pending[key] = None
@@ -281,25 +281,14 @@ class InvalidationListener:
                 await self._refresh(key)
 
     async def _refresh(self, key: MemoryKey) -> None:
-        cache = self._stm.cache
-        if not cache.holds_scope(key):
+        if not self._engine.cache.holds_scope(key):
             return
         try:
-            record = await self._stm.adapter.get_memory(key)
+            await self._engine.reread(key)
         except Exception as exc:
-            # The row's state is unknown: drop its view rather than keep it stale.
+            # The row's state is unknown: the engine dropped its view.
             self.stats.failed_refreshes += 1
             log.warning("cannot read a row another process changed (%s); dropping its view",
                         exc)
-            cache.drop_scopes([key])
             return
-        cached = cache.cached_record(key)
-        if record is None:
-            cache.forget([key])
-        elif cached is not None and record.rev < cached.rev:
-            # A row's rev only grows while it lives: this one was deleted and
-            # written anew (or a newer local write landed meanwhile). Reload.
-            cache.drop_scopes([key])
-        else:
-            cache.apply([record])
         self.stats.rows_refreshed += 1

@@ -40,8 +40,7 @@ from stm_core.storage.protocol import StorageInventory, TimedPurge
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from stm_core.cache import MemoryCache
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 log = logging.getLogger("stm.janitor")
 
@@ -81,22 +80,11 @@ def held_for(adapter: object, wall_s: float) -> float:
     return wall_s if held is None else held
 
 
-def _drop_views_older_than(cache: MemoryCache, cutoff_ms: int) -> None:
-    """After a run that stopped half-way: the cached views holding rows older
-    than the cutoff, some deleted and some not, reload on next use."""
-    keys = [k for view in cache.servers.values()
-            for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
-    keys += [k for user in cache.users.values()
-             for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
-    if keys:
-        cache.drop_scopes(keys)
-
-
 class Janitor:
     """Purges old rows now (:meth:`run_once`) or on an interval (:meth:`start`)."""
 
-    def __init__(self, stm: Stm) -> None:
-        self.stm = stm
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
         self._task: asyncio.Task[None] | None = None
         #: Completed runs of the interval task (failed ones included).
         self.runs = 0
@@ -108,12 +96,12 @@ class Janitor:
     async def would_remove(self) -> int:
         """How many rows :meth:`run_once` would delete now (a preview; needs the
         adapter's :class:`~stm_core.storage.protocol.StorageInventory`)."""
-        adapter = self.stm.adapter
+        adapter = self.engine.adapter
         if not isinstance(adapter, StorageInventory):
             raise StorageError(f"the {adapter.name} storage adapter cannot preview the janitor "
                                "(it does not implement StorageInventory)")
         return await adapter.count_older_than(
-            self.stm.clock.now_ms() - self.stm.settings.retention_ms)
+            self.engine.clock.now_ms() - self.engine.settings.retention_ms)
 
     async def run_once(self, progress: Callable[[int], None] | None = None) -> int:
         """Delete every row untouched since the retention cutoff; returns how many.
@@ -126,14 +114,15 @@ class Janitor:
         return total
 
     async def _purge(self, progress: Callable[[int], None] | None, span: Span | None) -> int:
-        settings = self.stm.settings
-        cutoff = self.stm.clock.now_ms() - settings.retention_ms
+        settings = self.engine.settings
+        cutoff = self.engine.clock.now_ms() - settings.retention_ms
         pause_s = settings.janitor_pause_ms / 1000
         budget_s = settings.janitor_batch_budget_ms / 1000
         sizer = BatchSizer(maximum=settings.janitor_batch_size, budget_s=budget_s)
         total = batches = 0
         finished = False
-        adapter = self.stm.adapter
+        adapter = self.engine.adapter
+        since = self.engine.change_mark()
         try:
             while True:
                 started = time.perf_counter()
@@ -150,11 +139,8 @@ class Janitor:
                     progress(total)
                 await asyncio.sleep(pause_after(elapsed, pause_s=pause_s, budget_s=budget_s))
         finally:
-            if finished:
-                # The cache must never hold a row the database no longer has.
-                self.stm.cache.forget_older_than(cutoff)
-            else:
-                _drop_views_older_than(self.stm.cache, cutoff)
+            # The cache must never hold a row the database no longer has.
+            self.engine.purged(cutoff, since, finished=finished)
             if span is not None:
                 span.set_attributes({"stm.rows_deleted": total, "stm.batches": batches,
                                      "stm.cutoff_ms": cutoff})
@@ -173,7 +159,7 @@ class Janitor:
         if self.running:
             log.warning("janitor already running; start() ignored")
             return
-        interval = (self.stm.settings.janitor_interval_hours * 3600 if interval_s is None
+        interval = (self.engine.settings.janitor_interval_hours * 3600 if interval_s is None
                     else interval_s)
         self._task = asyncio.get_running_loop().create_task(
             self._loop(interval, first_delay_s), name="stm-janitor")

@@ -32,7 +32,7 @@ from stm_core.truncation import LINE_TRUNCATION_MARK, cut
 from stm_core.unchecked import unchecked_maker
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 log = logging.getLogger("stm.record")
 
@@ -211,7 +211,7 @@ def personas(responses: Sequence[PersonaResponse],
     return found
 
 
-async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
+async def record_turn(engine: Engine, turn: Turn, history: Sequence[HistoryMessage],
                       responses: Sequence[PersonaResponse], *, stop_response: bool,
                       privacy_full: bool) -> RecordResult:
     """Store the channel's last messages for each persona that replied and
@@ -227,10 +227,10 @@ async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
     if reason is not None:
         return RecordResult(recorded=False, skipped_reason=reason)
 
-    settings = stm.settings
-    now_ms = stm.clock.now_ms()
+    settings = engine.settings
+    now_ms = engine.clock.now_ms()
     messages = crude_messages(with_triggering_author(turn, history), responses,
-                              annotations=stm.hooks.annotation_pattern(), now_ms=now_ms,
+                              annotations=engine.hooks.annotation_pattern(), now_ms=now_ms,
                               keep=settings.max_messages_per_channel,
                               max_length=settings.max_stored_line_length)
     check_authors(messages, strict=settings.require_author_ids)
@@ -256,7 +256,7 @@ async def record_turn(stm: Stm, turn: Turn, history: Sequence[HistoryMessage],
                     0, lineage)
 
     try:
-        rows = await stm.capture(writes)
+        rows = await engine.capture(writes)
     except StmError:
         raise
     except Exception as exc:

@@ -18,21 +18,11 @@ database, each store listens for the others' writes (:mod:`stm_core.invalidation
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
-import weakref
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Coroutine,
-    Iterable,
-    Mapping,
-    Sequence,
-)
+import warnings
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -45,9 +35,11 @@ from stm_core.arguments import (
     instances_of,
 )
 from stm_core.cache import MemoryCache, MemoryView, UserView
-from stm_core.clock import Clock, SystemClock
+from stm_core.clock import Clock
+from stm_core.engine import Engine
 from stm_core.errors import ConfigurationError, ValidationError
 from stm_core.hooks import Hooks
+from stm_core.lazy_import import lazy_module
 from stm_core.models import (
     HistoryMessage,
     PersonaResponse,
@@ -60,12 +52,7 @@ from stm_core.plugins import StmPluginManager, create_plugin_manager
 from stm_core.profile import ProfileCache, ServerProfile, check_default_render_mode
 from stm_core.settings import Settings
 from stm_core.storage.factory import adapter_for_url
-from stm_core.storage.protocol import (
-    ReportedWrites,
-    StorageAdapter,
-    WriteReport,
-    reports_write_outcomes,
-)
+from stm_core.storage.protocol import ChangeFeed, StorageAdapter
 from stm_core.storage.records import (
     CaptureWrite,
     MemoryKey,
@@ -76,52 +63,75 @@ from stm_core.storage.records import (
 )
 
 if TYPE_CHECKING:
-    from stm_core.admin import Admin
-    from stm_core.invalidation import InvalidationListener
-    from stm_core.janitor import Janitor
+    from stm_core import admin as admin_calls
+    from stm_core import invalidation, record
+    from stm_core import janitor as purging
+    from stm_core.pipeline import build
+    from stm_core.tool import apply, gate, schema
+else:
+    # The facade's parts, bound at import and run on first use: a short
+    # ``stm`` command opens a store and builds no context, runs no janitor.
+    admin_calls = lazy_module("stm_core.admin")
+    build = lazy_module("stm_core.pipeline.build")
+    invalidation = lazy_module("stm_core.invalidation")
+    purging = lazy_module("stm_core.janitor")
+    record = lazy_module("stm_core.record")
+    apply = lazy_module("stm_core.tool.apply")
+    gate = lazy_module("stm_core.tool.gate")
+    schema = lazy_module("stm_core.tool.schema")
 
 log = logging.getLogger("stm.store")
-T = TypeVar("T")
-W = TypeVar("W")
 
 
 class Stm:
-    """Short-term memory for one database. Build it with :func:`open_store`."""
+    """Short-term memory for one database. Build it with :func:`open_store`.
+
+    The host's facade: lifecycle, the per-turn calls, ``admin`` and
+    ``janitor``. What they work on (cache, reads, writes) is :attr:`engine`.
+    """
 
     def __init__(self, adapter: StorageAdapter, *, pm: StmPluginManager,
                  settings: Settings | None = None, clock: Clock | None = None) -> None:
-        self._adapter = adapter
-        self._reported: ReportedWrites | None = None
-        self.adapter = adapter
-        self.pm = pm
-        self.hooks = Hooks(pm)
-        self.settings = settings or Settings()
-        self.clock: Clock = clock or SystemClock()
-        self.cache = MemoryCache(max_servers=self.settings.cache_max_servers,
-                                 max_users=self.settings.cache_max_users,
-                                 max_rows_per_view=self.settings.cache_max_rows_per_view)
-        self.profiles = ProfileCache(self.hooks, self.settings)
+        self.engine = Engine(adapter, pm=pm, settings=settings, clock=clock)
         self.schema_status: SchemaStatus | None = None
-        # Turns whose tool call already succeeded (the once-per-turn rule).
-        self._updated_turns: weakref.WeakSet[Turn] = weakref.WeakSet()
-        self._inflight: dict[tuple[str, str], asyncio.Future[Any]] = {}
-        self._admin: Admin | None = None
-        self._janitor: Janitor | None = None
+        self._admin: admin_calls.Admin | None = None
+        self._janitor: purging.Janitor | None = None
         #: Hears other processes' writes (PostgreSQL); ``None`` when alone.
-        self.listener: InvalidationListener | None = None
-        self.cache.expire_after(self.settings.cache_max_age_ms(listening=False),
-                                self.clock.now_ms)
+        self.listener: invalidation.InvalidationListener | None = None
         telemetry.register_metrics()
 
+    # -- the engine's parts, read through ----------------------------------------
     @property
     def adapter(self) -> StorageAdapter:
-        return self._adapter
+        return self.engine.adapter
 
     @adapter.setter
     def adapter(self, adapter: StorageAdapter) -> None:
-        self._adapter = adapter
-        self._reported = (cast(ReportedWrites, adapter) if reports_write_outcomes(adapter)
-                          else None)
+        self.engine.adapter = adapter
+
+    @property
+    def pm(self) -> StmPluginManager:
+        return self.engine.pm
+
+    @property
+    def hooks(self) -> Hooks:
+        return self.engine.hooks
+
+    @property
+    def settings(self) -> Settings:
+        return self.engine.settings
+
+    @property
+    def clock(self) -> Clock:
+        return self.engine.clock
+
+    @property
+    def cache(self) -> MemoryCache:
+        return self.engine.cache
+
+    @property
+    def profiles(self) -> ProfileCache:
+        return self.engine.profiles
 
     # -- lifecycle -----------------------------------------------------------
     async def setup(self) -> SchemaStatus:
@@ -134,14 +144,11 @@ class Stm:
         Does not wait for the database: a listener that cannot connect yet
         keeps trying in the background.
         """
-        from stm_core.invalidation import InvalidationListener
-        from stm_core.storage.protocol import ChangeFeed
-
         adapter = self.adapter
         if (self.listener is not None or not isinstance(adapter, ChangeFeed)
                 or not adapter.announces_changes):
             return
-        self.listener = InvalidationListener(self, adapter)
+        self.listener = invalidation.InvalidationListener(self.engine, adapter)
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=True),
                                 self.clock.now_ms)
         await self.listener.start()  # shortens the expiry if notices do not arrive
@@ -158,14 +165,13 @@ class Stm:
         """The short-term-memory part of the prompt for ``turn``. Never raises,
         except :class:`ValidationError` when ``turn`` is not a :class:`Turn`."""
         instance_of(turn, Turn, "turn")
-        build_context = _stages().build_context
         tracer = telemetry.tracer()
         if tracer is None:  # nobody collects spans: the plain call
-            context = await build_context(self, turn)
+            context = await build.build_context(self.engine, turn)
         else:
             with tracer.start_as_current_span("stm.build_context") as span:
                 misses = self.cache.stats.misses
-                context = await build_context(self, turn)
+                context = await build.build_context(self.engine, turn)
                 span.set_attributes({
                     **self._turn_attributes(turn),
                     "stm.items": len(context.memory_items),
@@ -187,7 +193,7 @@ class Stm:
     async def tool_available(self, turn: Turn) -> bool:
         """Whether ``update_short_term_memory`` may be offered this turn."""
         instance_of(turn, Turn, "turn")
-        return await _stages().tool_available(self, turn)
+        return await gate.tool_available(self.engine, turn)
 
     async def tool_schema(self, turn: Turn, format: str | None = None) -> dict[str, Any] | None:
         """The tool declaration for ``turn`` in a provider format, or ``None``
@@ -198,7 +204,7 @@ class Stm:
         (the tool-format rule of the host guide). Raises ``ValidationError`` for
         an unknown key and ``UnknownProvider`` for a provider no rule knows."""
         instance_of(turn, Turn, "turn")
-        return await _stages().tool_schema(self, turn, format)  # checks format, naming the keys
+        return await schema.tool_schema(self.engine, turn, format)  # checks format, naming the keys
 
     async def apply_tool_call(self, turn: Turn,
                               arguments: Mapping[str, object] | str) -> ToolResult:
@@ -208,7 +214,7 @@ class Stm:
         A ``turn`` that is not a :class:`Turn` raises :class:`ValidationError`."""
         instance_of(turn, Turn, "turn")
         with telemetry.span("stm.apply_tool_call") as span:
-            result = await _stages().apply_tool_call(self, turn, arguments)
+            result = await apply.apply_tool_call(self.engine, turn, arguments)
             telemetry.tool_call(result.ok, result.code)
             if span is not None:
                 span.set_attributes({**self._turn_attributes(turn), "stm.ok": result.ok,
@@ -216,40 +222,28 @@ class Stm:
                                      "stm.items": len(result.written)})
         return result
 
-    async def record_window(self, turn: Turn, window: Sequence[HistoryMessage],
-                            responses: Sequence[PersonaResponse], *,
-                            stop_response: bool = False,
-                            privacy_full: bool = False) -> RecordResult:
-        """Post-turn effects: count the turn and keep the channel's last lines.
-
-        ``window`` is the history window the host sent the model this turn
-        (oldest first), not only the messages that are new since the last
-        call: the stored lines become the last ones of ``window`` followed by
-        ``responses``, and what was stored before is replaced.
-        ``window`` and ``responses`` are lists of :class:`HistoryMessage` and
-        :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`).
-        """
-        _check_record_arguments(turn, window, responses, stop_response, privacy_full)
-        record_turn = _stages().record_turn
-        if telemetry.tracer() is None:
-            return await record_turn(self, turn, window, responses,
-                                     stop_response=stop_response, privacy_full=privacy_full)
-        return await self._traced_record(turn, window, responses, stop_response=stop_response,
-                                         privacy_full=privacy_full)
-
     async def record_turn(self, turn: Turn, history: Sequence[HistoryMessage],
                           responses: Sequence[PersonaResponse], *,
                           stop_response: bool = False,
                           privacy_full: bool = False) -> RecordResult:
-        """The same as :meth:`record_window`: ``history`` is the whole window."""
-        # Not a call of record_window: one coroutine less on every turn.
+        """Post-turn effects: count the turn and keep the channel's last lines.
+
+        ``history`` is the history window the host sent the model this turn
+        (oldest first), not only the messages that are new since the last
+        call: the stored lines become the last ones of ``history`` followed by
+        ``responses``, and what was stored before is replaced.
+        ``history`` and ``responses`` are lists of :class:`HistoryMessage` and
+        :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`).
+        """
         _check_record_arguments(turn, history, responses, stop_response, privacy_full)
-        record_turn = _stages().record_turn
         if telemetry.tracer() is None:
-            return await record_turn(self, turn, history, responses,
+            return await record.record_turn(self.engine, turn, history, responses,
                                      stop_response=stop_response, privacy_full=privacy_full)
         return await self._traced_record(turn, history, responses, stop_response=stop_response,
                                          privacy_full=privacy_full)
+
+    #: The same function, named for what ``history`` is: the whole window the model saw.
+    record_window = record_turn
 
     async def _traced_record(self, turn: Turn, window: Sequence[HistoryMessage],
                              responses: Sequence[PersonaResponse], *, stop_response: bool,
@@ -257,9 +251,8 @@ class Stm:
         tracer = telemetry.tracer()
         assert tracer is not None
         with tracer.start_as_current_span("stm.record_turn") as span:
-            result = await _stages().record_turn(self, turn, window, responses,
-                                                 stop_response=stop_response,
-                                                 privacy_full=privacy_full)
+            result = await record.record_turn(self.engine, turn, window, responses,
+                                       stop_response=stop_response, privacy_full=privacy_full)
             span.set_attributes({**self._turn_attributes(turn),
                                  "stm.recorded": result.recorded,
                                  "stm.skipped_reason": result.skipped_reason or "",
@@ -267,248 +260,69 @@ class Stm:
         return result
 
     @property
-    def admin(self) -> Admin:
+    def admin(self) -> admin_calls.Admin:
         """Settings, categories, prompts, privacy and memory edits."""
         if self._admin is None:
-            from stm_core.admin import Admin
-
-            self._admin = Admin(self)
+            self._admin = admin_calls.Admin(self.engine)
         return self._admin
 
     @property
-    def janitor(self) -> Janitor:
+    def janitor(self) -> purging.Janitor:
         """Deletes rows untouched for ``janitor_retention_days``, in batches."""
         if self._janitor is None:
-            from stm_core.janitor import Janitor
-
-            self._janitor = Janitor(self)
+            self._janitor = purging.Janitor(self.engine)
         return self._janitor
 
-    # -- once-per-turn bookkeeping ---------------------------------------------
+    # -- moved to the engine: thin delegates for one release -------------------------
     def tool_already_used(self, turn: Turn) -> bool:
-        return turn.stm_update_disabled or turn in self._updated_turns
+        _moved("tool_already_used")
+        return self.engine.tool_already_used(turn)
 
     def mark_tool_used(self, turn: Turn) -> None:
-        self._updated_turns.add(turn)
-
-    # -- cached reads (used by the pipeline, the tool and admin) -------------------
-    async def _single_flight(self, key: tuple[str, str],
-                             load: Callable[[], Awaitable[T]]) -> T:
-        """Concurrent cold reads of one key share one database call."""
-        future = self._inflight.get(key)
-        if future is not None:
-            return cast(T, await asyncio.shield(future))
-        future = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            value = await load()
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved; waiters re-raise it
-            raise
-        else:
-            future.set_result(value)
-            return value
-        finally:
-            del self._inflight[key]
+        _moved("mark_tool_used")
+        self.engine.mark_tool_used(turn)
 
     def warm_turn_state(self, server_id: str | None, user_id: str
                         ) -> tuple[ServerProfile, UserView, MemoryView | None] | None:
-        """A turn's profile, user view and server view when the cache holds all
-        of them (counted as hits, as the loaders below count them), else
-        ``None`` and nothing counted: the loaders then read what is missing.
-        The warm turn takes this path, without a coroutine per read."""
-        cache = self.cache
-        user = cache.users.get(user_id)
-        if user is None:
-            return None
-        if server_id is None:
-            cache.stats.hits += 1
-            telemetry.counts.user_hits += 1
-            return self.profiles.profile("", None), user, None
-        settings = cache.settings.get(server_id)
-        server = cache.servers.get(server_id) if settings is not None else None
-        if server is None:
-            return None
-        cache.stats.hits += 3
-        counts = telemetry.counts
-        counts.settings_hits += 1
-        counts.user_hits += 1
-        counts.server_hits += 1
-        return self.profiles.profile(server_id, settings), user, server
+        _moved("warm_turn_state")
+        return self.engine.warm_turn_state(server_id, user_id)
 
     async def server_settings(self, server_id: str) -> ServerSettings:
-        cached = self.cache.settings.get(server_id)
-        if cached is not None:
-            self.cache.stats.hits += 1
-            telemetry.counts.settings_hits += 1
-            return cached
-
-        async def load() -> ServerSettings:
-            self.cache.stats.misses += 1
-            telemetry.counts.settings_misses += 1
-            epoch = self.cache.epoch
-            value = await self.adapter.load_server_settings(server_id)
-            if self.cache.epoch == epoch:
-                self.cache.put_settings(value)
-            return value
-
-        return await self._single_flight(("settings", server_id), load)
+        _moved("server_settings")
+        return await self.engine.server_settings(server_id)
 
     async def profile_for(self, server_id: str | None) -> ServerProfile:
-        """The effective configuration of a server (defaults for a DM)."""
-        if server_id is None:
-            return self.profiles.profile("", None)
-        return self.profiles.profile(server_id, await self.server_settings(server_id))
+        _moved("profile_for")
+        return await self.engine.profile_for(server_id)
 
     async def servers_settings(self, server_ids: Iterable[str]) -> dict[str, ServerSettings]:
-        return {sid: await self.server_settings(sid) for sid in set(server_ids)}
+        _moved("servers_settings")
+        return await self.engine.servers_settings(server_ids)
 
     async def server_memories(self, server_id: str) -> MemoryView:
-        cached = self.cache.servers.get(server_id)
-        if cached is not None:
-            self.cache.stats.hits += 1
-            telemetry.counts.server_hits += 1
-            return cached
-
-        async def load() -> MemoryView:
-            self.cache.stats.misses += 1
-            telemetry.counts.server_misses += 1
-            epoch = self.cache.epoch
-            self.cache.begin_load("server", server_id)
-            view: MemoryView | None = None
-            try:
-                since = self.clock.now_ms() - self.settings.longest_ttl_ms
-                rows = await self.adapter.load_server_memories(server_id, updated_since_ms=since)
-                view = self.cache.new_view(rows)
-            finally:
-                self.cache.end_load("server", server_id, view)
-            if self.cache.epoch == epoch:
-                self.cache.servers.put(server_id, view)
-            return view
-
-        return await self._single_flight(("server", server_id), load)
+        _moved("server_memories")
+        return await self.engine.server_memories(server_id)
 
     async def user_view(self, user_id: str) -> UserView:
-        cached = self.cache.users.get(user_id)
-        if cached is not None:
-            self.cache.stats.hits += 1
-            telemetry.counts.user_hits += 1
-            return cached
-
-        async def load() -> UserView:
-            self.cache.stats.misses += 1
-            telemetry.counts.user_misses += 1
-            epoch = self.cache.epoch
-            self.cache.begin_load("user", user_id)
-            memories: MemoryView | None = None
-            try:
-                since = self.clock.now_ms() - self.settings.longest_ttl_ms
-                prefs = await self.adapter.load_user_prefs(user_id)
-                rows = await self.adapter.load_user_memories(user_id, updated_since_ms=since)
-                memories = self.cache.new_view(rows)
-            finally:
-                self.cache.end_load("user", user_id, memories)
-            view = UserView(prefs=prefs, memories=memories)
-            if self.cache.epoch == epoch:
-                self.cache.users.put(user_id, view)
-            return view
-
-        return await self._single_flight(("user", user_id), load)
+        _moved("user_view")
+        return await self.engine.user_view(user_id)
 
     async def live_record(self, key: MemoryKey) -> MemoryRecord | None:
-        """The row of ``key``, however old (its counter is the truth even after
-        its content expired). Cached, including "no such row"."""
-        view = (await self.server_memories(key.server_id) if key.scope_kind == "server"
-                else (await self.user_view(key.user_id)).memories)
-        record = view.records.get(key)
-        if record is not None or key in view.absent:
-            return record
-        record = await self.adapter.get_memory(key)
-        if record is None:
-            view.absent.add(key)
-        else:
-            view.apply(record)
-        return record
+        _moved("live_record")
+        return await self.engine.live_record(key)
 
-    # -- writes: database first, then the cache from what it returned ----------------
     async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
-        keys = [w.key for w in writes]
-        reported = self._reporter("capture")
-        if reported is not None:
-            return await self._write_reported(reported.capture_reported, writes, keys)
-        return await self._write_through(self.adapter.capture(writes), keys)
+        _moved("capture")
+        return await self.engine.capture(writes)
 
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
-        keys = [w.key for w in writes]
-        reported = self._reporter("write_memory")
-        if reported is not None:
-            return await self._write_reported(reported.write_memory_reported, writes, keys)
-        return await self._write_through(self.adapter.write_memory(writes), keys)
+        _moved("write_memory")
+        return await self.engine.write_memory(writes)
 
-    def _reporter(self, method: str) -> ReportedWrites | None:
-        """The adapter, when its reported twin of ``method`` may be used: not
-        when the adapter object itself was given its own ``method`` (a patched
-        method stays in the path)."""
-        reported = self._reported
-        if reported is None or method in getattr(reported, "__dict__", ()):
-            return None
-        return reported
 
-    async def _write_reported(self, write: Callable[[W, WriteReport],
-                                                    Awaitable[list[MemoryRecord]]],
-                              writes: W, keys: Sequence[MemoryKey]) -> list[MemoryRecord]:
-        """:meth:`_write_through` for an adapter that reports the outcome: it
-        calls back when the write ends, even when the caller was cancelled
-        meanwhile, so no task of our own is needed to keep the cache in step."""
-        def mirror(records: list[MemoryRecord] | None) -> None:
-            if records is None:
-                self.cache.drop_scopes(keys)
-                return
-            try:
-                self.cache.apply(records)
-            except BaseException:
-                self.cache.drop_scopes(keys)
-                raise
-
-        try:
-            return await write(writes, mirror)
-        except asyncio.CancelledError:
-            raise  # the write goes on and reports to ``mirror``
-        except BaseException:
-            # Also when the write failed before it started (nothing to drop then),
-            # or an adapter broke its word: dropping is always safe.
-            self.cache.drop_scopes(keys)
-            raise
-
-    async def _write_through(self, write: Coroutine[Any, Any, list[MemoryRecord]],
-                             keys: Sequence[MemoryKey]) -> list[MemoryRecord]:
-        """Commit, then mirror the committed rows into the cache.
-
-        A caller cancelled while its write is queued does not cancel the write
-        (it may already be committing); the rows still reach the cache when it
-        finishes, so the cache never lags behind what the database holds. A
-        write that fails may still have committed (a connection lost during
-        COMMIT), so the views of its keys are dropped and reload.
-        """
-        task = asyncio.ensure_future(write)
-        try:
-            records = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            task.add_done_callback(lambda done: self._apply_when_done(done, keys))
-            raise
-        except BaseException:
-            self.cache.drop_scopes(keys)
-            raise
-        self.cache.apply(records)
-        return records
-
-    def _apply_when_done(self, task: asyncio.Future[list[MemoryRecord]],
-                         keys: Sequence[MemoryKey]) -> None:
-        if task.cancelled() or task.exception() is not None:
-            self.cache.drop_scopes(keys)
-        else:
-            self.cache.apply(task.result())
+def _moved(name: str) -> None:
+    warnings.warn(f"Stm.{name} moved to the store's engine: use stm.engine.{name}",
+                  DeprecationWarning, stacklevel=3)
 
 
 def _check_record_arguments(turn: object, window: object, responses: object,
@@ -521,30 +335,6 @@ def _check_record_arguments(turn: object, window: object, responses: object,
                  'PersonaResponse(content="...", persona_name="...")')
     check_flag(stop_response, "stop_response")
     check_flag(privacy_full, "privacy_full")
-
-
-class _Stages:
-    """The per-turn calls' homes. They load on the first turn, not with the
-    store (the ``stm`` command opens stores and builds no context), and are
-    then kept: an import statement on every call costs about 2 µs."""
-
-    def __init__(self) -> None:
-        from stm_core.pipeline.build import build_context
-        from stm_core.record import record_turn
-        from stm_core.tool.apply import apply_tool_call
-        from stm_core.tool.gate import tool_available
-        from stm_core.tool.schema import tool_schema
-
-        self.build_context = build_context
-        self.record_turn = record_turn
-        self.apply_tool_call = apply_tool_call
-        self.tool_available = tool_available
-        self.tool_schema = tool_schema
-
-
-@functools.cache
-def _stages() -> _Stages:
-    return _Stages()
 
 
 def with_listen_url(settings: Settings, listen_url: object) -> Settings:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,7 +49,7 @@ from stm_core.storage.records import (
 
 if TYPE_CHECKING:
     from stm_core.admin import categories, history, memory, prompts, user_data, values
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 else:
     # Each part of the API loads when a method first uses it, or when
     # typing.get_type_hints reads an annotation naming one of its classes
@@ -69,8 +69,8 @@ log = logging.getLogger("stm.admin")
 class Admin:
     """Settings, categories, prompts, privacy and memory edits of one store."""
 
-    def __init__(self, stm: Stm) -> None:
-        self._stm = stm
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
         #: Serialises read-modify-write edits on adapters without AtomicServerEdits.
         self._edit_lock = asyncio.Lock()
 
@@ -87,28 +87,23 @@ class Admin:
                                                          "can_manage=...)")
         action = AdminAction(name=name, writes=writes, scope=scope, server_id=server_id,
                              channel_id=channel_id, user_id=user_id)
-        if not self._stm.hooks.admin_allowed(actor, action):
+        if not self._engine.hooks.admin_allowed(actor, action):
             raise PermissionDenied(_denial(actor, action))
 
     async def _load(self, server_id: str) -> ServerSettings:
-        stored = await self._stm.adapter.load_server_settings(server_id)
-        self._stm.cache.put_settings(stored)
-        return stored
+        return await self._engine.read_settings(server_id)
 
     async def _update(self, server_id: str, changes: Mapping[str, object]) -> ServerSettings:
-        write = self._stm.adapter.update_server_settings(server_id, changes,
-                                                         now_ms=self._stm.clock.now_ms())
-        return await self._settings_written(server_id, sorted(changes), write)
+        engine = self._engine
+        return await self._settings_written(
+            server_id, sorted(changes), lambda: engine.adapter.update_server_settings(
+                server_id, changes, now_ms=engine.clock.now_ms()))
 
     async def _settings_written(self, server_id: str, names: Iterable[str],
-                                write: Awaitable[ServerSettings]) -> ServerSettings:
-        """Await a settings write and mirror what it committed into the cache."""
-        try:
-            stored = await write
-        except BaseException:
-            self._stm.cache.drop_settings(server_id)
-            raise
-        self._stm.cache.put_settings(stored)
+                                write: Callable[[], Awaitable[ServerSettings]]
+                                ) -> ServerSettings:
+        """Write settings through the engine (database first, then the cache)."""
+        stored = await self._engine.write_settings(server_id, write)
         log.info("server %s settings changed: %s", server_id, ", ".join(names))
         return stored
 
@@ -116,11 +111,11 @@ class Admin:
                               remove: frozenset[str] = frozenset()) -> ServerSettings:
         """Add or remove private channels as one step at the database, so
         concurrent edits (from any process) never lose one another."""
-        adapter = self._stm.adapter
+        adapter = self._engine.adapter
         if isinstance(adapter, AtomicServerEdits):
             return await self._settings_written(
-                server_id, ["private_channel_ids"], adapter.change_private_channels(
-                    server_id, add=add, remove=remove, now_ms=self._stm.clock.now_ms()))
+                server_id, ["private_channel_ids"], lambda: adapter.change_private_channels(
+                    server_id, add=add, remove=remove, now_ms=self._engine.clock.now_ms()))
         async with self._edit_lock:  # see _serialised
             current = await adapter.load_server_settings(server_id)
             return await self._update(server_id, {
@@ -130,13 +125,13 @@ class Admin:
         """On an adapter without AtomicServerEdits, edits that read and then
         write the private-channel list or the categories take the store's lock:
         atomic within this process only. Nothing to take otherwise."""
-        if isinstance(self._stm.adapter, AtomicServerEdits):
+        if isinstance(self._engine.adapter, AtomicServerEdits):
             return contextlib.nullcontext()
         return self._edit_lock
 
     def _params(self, stored: ServerSettings) -> ServerParams:
-        return effective_params(stored, self._stm.settings,
-                                render_modes=self._stm.hooks.render_modes())
+        return effective_params(stored, self._engine.settings,
+                                render_modes=self._engine.hooks.render_modes())
 
     # -- server parameters ---------------------------------------------------------
     async def server_params(self, server_id: str, *,
@@ -172,8 +167,8 @@ class Admin:
                  "cache_policy": cache_policy,
                  "prompt_budget_tokens": prompt_budget_tokens}
         changes = validate_params({k: v for k, v in given.items() if v is not None},
-                                  settings=self._stm.settings,
-                                  render_modes=self._stm.hooks.render_modes())
+                                  settings=self._engine.settings,
+                                  render_modes=self._engine.hooks.render_modes())
         if not changes:
             return await self.server_params(server_id)
         return self._params(await self._update(server_id, changes))
@@ -195,7 +190,7 @@ class Admin:
     # -- prompt overrides ------------------------------------------------------------
     def _prompts(self, stored: ServerSettings) -> values.ServerPrompts:
         mode = detect_mode(stored.categories or (DEFAULT_CATEGORY,))
-        return prompts.server_prompts(stored, mode, self._stm.hooks)
+        return prompts.server_prompts(stored, mode, self._engine.hooks)
 
     async def prompts(self, server_id: str, *,
                       actor: Actor | None = None) -> values.ServerPrompts:
@@ -270,7 +265,7 @@ class Admin:
         self._check(actor, "set_categories", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         records = categories.parse_category_lines(
-            lines, max_categories=self._stm.settings.max_categories)
+            lines, max_categories=self._engine.settings.max_categories)
         return await self._replace_categories(server_id, records)
 
     async def reset_categories(self, server_id: str, *,
@@ -282,26 +277,20 @@ class Admin:
 
     async def _replace_categories(self, server_id: str,
                                   records: tuple[CategoryRecord, ...]) -> values.ServerCategories:
+        engine = self._engine
         stored, removed = await self._categories_written(
-            server_id, len(records), self._stm.adapter.replace_categories(
-                server_id, records, now_ms=self._stm.clock.now_ms(),
+            server_id, len(records), lambda: engine.adapter.replace_categories(
+                server_id, records, now_ms=engine.clock.now_ms(),
                 clear_server_memories=True))
         return self._categories(stored, cleared=len(removed))
 
     async def _categories_written(
             self, server_id: str, count: int,
-            write: Awaitable[tuple[ServerSettings, list[MemoryKey]]],
+            write: Callable[[], Awaitable[tuple[ServerSettings, list[MemoryKey]]]],
     ) -> tuple[ServerSettings, list[MemoryKey]]:
-        """Await a write that replaced the categories (and maybe cleared the
-        server's memories) and mirror what it committed into the cache."""
-        try:
-            stored, removed = await write
-        except BaseException:
-            self._stm.cache.drop_settings(server_id)
-            self._stm.cache.drop_scopes([MemoryKey.server(server_id, "", None)])
-            raise
-        self._stm.cache.put_settings(stored)
-        self._stm.cache.forget(removed)
+        """Replace the categories (and maybe clear the server's memories)
+        through the engine (database first, then the cache)."""
+        stored, removed = await self._engine.write_categories(server_id, write)
         log.info("server %s categories replaced (%d); %d server memories cleared",
                  server_id, count, len(removed))
         return stored, removed
@@ -382,8 +371,7 @@ class Admin:
                           actor: Actor | None = None) -> values.UserOptIn:
         self._check(actor, "user_opt_in", writes=False, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
-        prefs = await self._stm.adapter.load_user_prefs(user_id)
-        self._stm.cache.put_prefs(prefs)
+        prefs = await self._engine.read_prefs(user_id)
         return values.UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
 
     async def set_user_opt_in(self, user_id: str, *, opt_in: bool,
@@ -393,13 +381,9 @@ class Admin:
         self._check(actor, "set_user_opt_in", writes=True, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         _check_bool(opt_in, "opt_in")
-        try:
-            prefs = await self._stm.adapter.set_user_prefs(
-                user_id, crossserver_opt_in=opt_in, now_ms=self._stm.clock.now_ms())
-        except BaseException:
-            self._stm.cache.drop_user(user_id)
-            raise
-        self._stm.cache.put_prefs(prefs)
+        engine = self._engine
+        prefs = await engine.write_prefs(user_id, lambda: engine.adapter.set_user_prefs(
+            user_id, crossserver_opt_in=opt_in, now_ms=engine.clock.now_ms()))
         return values.UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
 
     # -- persona memory in a channel ---------------------------------------------------
@@ -414,9 +398,9 @@ class Admin:
 
     def _snapshot(self, key: MemoryKey, record: MemoryRecord | None,
                   stored: ServerSettings | None) -> values.MemorySnapshot:
-        profile = build_profile(stored, self._stm.hooks, self._stm.settings)
-        return memory.snapshot(key, record, profile, now_ms=self._stm.clock.now_ms(),
-                               settings=self._stm.settings)
+        profile = build_profile(stored, self._engine.hooks, self._engine.settings)
+        return memory.snapshot(key, record, profile, now_ms=self._engine.clock.now_ms(),
+                               settings=self._engine.settings)
 
     async def view_memory(self, *, channel_id: str, persona_id: str | None = None,
                           server_id: str | None = None,
@@ -428,9 +412,7 @@ class Admin:
                     server_id=server_id, channel_id=channel_id, user_id=user_id)
         key = self._key(channel_id, persona_id, server_id, user_id)
         stored = await self._load(server_id) if server_id is not None else None
-        record = await self._stm.adapter.get_memory(key)
-        if record is not None:
-            self._stm.cache.apply([record])
+        record = await self._engine.read_memory(key)
         return self._snapshot(key, record, stored)
 
     async def list_personas(self, *, channel_id: str | None = None,
@@ -455,7 +437,7 @@ class Admin:
         else:
             raise ValidationError("listing a direct-message channel needs the user id",
                                   field="user_id", allowed="the DM user's id")
-        rows = await self._stm.adapter.list_memories(flt)
+        rows = await self._engine.adapter.list_memories(flt)
         found = []
         hint: Literal["summary", "categories", "lines"]
         for row in rows:
@@ -492,8 +474,8 @@ class Admin:
                     server_id=server_id, channel_id=channel_id, user_id=user_id)
         key = self._key(channel_id, persona_id, server_id, user_id)
         stored = await self._load(server_id) if server_id is not None else None
-        profile = build_profile(stored, self._stm.hooks, self._stm.settings)
-        limit = self._stm.settings.max_summary_length
+        profile = build_profile(stored, self._engine.hooks, self._engine.settings)
+        limit = self._engine.settings.max_summary_length
         changes: dict[str, Any]
         truncated: tuple[str, ...] = ()
         if profile.mode == "category":
@@ -522,13 +504,13 @@ class Admin:
         keys = [key]
         if server_id is not None and user_id:
             keys.append(MemoryKey.user(user_id, channel_id, persona_id, server_id))
-        settings = self._stm.settings
-        now = self._stm.clock.now_ms()
+        settings = self._engine.settings
+        now = self._engine.clock.now_ms()
         note = history.revision_note(settings, "admin", actor=actor.user_id if actor else None)
         writes = [MemoryWrite(key=k, now_ms=now, crude_ttl_ms=settings.crude_ttl_ms,
                               summary_ttl_ms=settings.summary_ttl_ms, revision=note, **changes)
                   for k in keys]
-        records = await self._stm.write_memory(writes)
+        records = await self._engine.write_memory(writes)
         log.info("memory of %s edited (%s)", key, "cleared" if cleared else "written")
         return values.MemoryEdit(snapshot=self._snapshot(key, records[0], stored),
                                  keys=tuple(keys), truncated=truncated, cleared=cleared)
@@ -536,8 +518,8 @@ class Admin:
     # -- summary history (undo) ------------------------------------------------------------
     async def _revisions(self, key: MemoryKey) -> tuple[MemoryRecord | None,
                                                         list[MemoryRevision]]:
-        kept = history.history_of(self._stm.adapter)
-        return await self._stm.adapter.get_memory(key), await kept.list_revisions(key)
+        kept = history.history_of(self._engine.adapter)
+        return await self._engine.adapter.get_memory(key), await kept.list_revisions(key)
 
     async def memory_history(self, *, channel_id: str, persona_id: str | None = None,
                              server_id: str | None = None, user_id: str | None = None,
@@ -549,7 +531,7 @@ class Admin:
         key = self._key(channel_id, persona_id, server_id, user_id)
         record, revisions = await self._revisions(key)
         return history.history_view(key, record, revisions,
-                                    limit=self._stm.settings.memory_history_revisions)
+                                    limit=self._engine.settings.memory_history_revisions)
 
     async def undo_memory(self, *, channel_id: str, persona_id: str | None = None,
                           server_id: str | None = None, user_id: str | None = None,
@@ -582,8 +564,8 @@ class Admin:
         target = (history.undo_target(record, revisions) if rev is None
                   else history.find_revision(revisions, rev))
         stored = await self._load(server_id) if server_id is not None else None
-        [written] = await self._stm.write_memory([history.restore_write(
-            target, now_ms=self._stm.clock.now_ms(), settings=self._stm.settings,
+        [written] = await self._engine.write_memory([history.restore_write(
+            target, now_ms=self._engine.clock.now_ms(), settings=self._engine.settings,
             actor=actor.user_id if actor else None)])
         log.info("memory of %s restored to revision %s", key, target.rev)
         return history.MemoryRestore(snapshot=self._snapshot(key, written, stored),
@@ -591,12 +573,7 @@ class Admin:
 
     # -- clearing -------------------------------------------------------------------------
     async def _delete(self, flt: MemoryFilter) -> values.ClearResult:
-        try:
-            removed = await self._stm.adapter.delete_memories(flt)
-        except BaseException:
-            self._stm.cache.clear()  # which rows went is unknown
-            raise
-        self._stm.cache.forget(removed)
+        removed = await self._engine.delete_memories(flt)
         return values.ClearResult(removed=len(removed), keys=tuple(removed))
 
     async def clear_channel(self, channel_id: str, *,
@@ -613,7 +590,7 @@ class Admin:
         self._check(actor, "clear_channel", writes=False, scope="channel",
                     channel_id=channel_id)
         check_id(channel_id, "channel_id")
-        rows = await self._stm.adapter.list_memories(MemoryFilter(channel_id=channel_id))
+        rows = await self._engine.adapter.list_memories(MemoryFilter(channel_id=channel_id))
         return values.ClearResult(removed=len(rows), keys=tuple(r.key for r in rows))
 
     async def clear_user(self, user_id: str, *,
@@ -627,7 +604,7 @@ class Admin:
     async def list_servers(self, *, actor: Actor | None = None) -> tuple[str, ...]:
         """Servers with stored settings or shared channel memories, sorted."""
         self._check(actor, "list_servers", writes=False, scope="server")
-        adapter = self._stm.adapter
+        adapter = self._engine.adapter
         if not isinstance(adapter, StorageInventory):
             raise StorageError(f"the {adapter.name} storage adapter cannot list servers "
                                "(it does not implement StorageInventory)")
@@ -642,7 +619,7 @@ class Admin:
         self._check(actor, "forget_user", writes=not dry_run, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         _check_bool(dry_run, "dry_run")
-        return await user_data.forget_user(self._stm, user_id, dry_run=dry_run)
+        return await user_data.forget_user(self._engine, user_id, dry_run=dry_run)
 
     async def export_user(self, user_id: str, *,
                           actor: Actor | None = None) -> dict[str, Any]:
@@ -650,7 +627,7 @@ class Admin:
         their lines in other rows, their preferences."""
         self._check(actor, "export_user", writes=False, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
-        return await user_data.export_user(self._stm, user_id)
+        return await user_data.export_user(self._engine, user_id)
 
     # -- export / import ----------------------------------------------------------------
     async def export_config(self, server_id: str, *,
@@ -681,8 +658,8 @@ class Admin:
         doc = config_io.parse_document(data)
         params = {k: v for k, v in
                   ((n, getattr(doc.params, n)) for n in PARAM_NAMES) if v is not None}
-        validate_params(params, settings=self._stm.settings,
-                        render_modes=self._stm.hooks.render_modes())
+        validate_params(params, settings=self._engine.settings,
+                        render_modes=self._engine.hooks.render_modes())
         changes: dict[str, object] = {name: getattr(doc.params, name) for name in PARAM_NAMES}
         for name, column in prompts.PROMPT_COLUMNS.items():
             text = getattr(doc.prompts, name)
@@ -694,8 +671,8 @@ class Admin:
         changes["privacy_bypass"] = doc.privacy.bypass
         new_categories = categories.check_categories(
             ((f"categories[{i}]", c.label, c.description) for i, c in enumerate(doc.categories)),
-            max_categories=self._stm.settings.max_categories)
-        adapter = self._stm.adapter
+            max_categories=self._engine.settings.max_categories)
+        adapter = self._engine.adapter
         if dry_run:
             from stm_core.admin.config_preview import preview_import
             shared = await adapter.list_memories(MemoryFilter(server_id=server_id,
@@ -704,9 +681,9 @@ class Admin:
                                   new_categories, server_memory_rows=len(shared))
         if isinstance(adapter, AtomicServerEdits):
             await self._categories_written(server_id, len(new_categories),
-                                           adapter.replace_server_config(
+                                           lambda: adapter.replace_server_config(
                                                server_id, changes, new_categories,
-                                               now_ms=self._stm.clock.now_ms()))
+                                               now_ms=self._engine.clock.now_ms()))
         else:  # an adapter without the capability: two transactions
             async with self._edit_lock:
                 current = await adapter.load_server_settings(server_id)

@@ -19,6 +19,7 @@ each change to the others.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from stm_core.storage.protocol import UserErasure
 from stm_core.storage.records import MemoryFilter, MemoryKey, MemoryRecord, UserPrefs
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 log = logging.getLogger("stm.admin")
 
@@ -70,8 +71,8 @@ class ForgetResult:
                 "unchecked_rows": [key_to_dict(k) for k in self.unchecked_rows]}
 
 
-def erasure_of(stm: Stm) -> UserErasure:
-    adapter = stm.adapter
+def erasure_of(engine: Engine) -> UserErasure:
+    adapter = engine.adapter
     if not isinstance(adapter, UserErasure):
         raise StorageError(f"the {adapter.name} storage adapter cannot find or remove a "
                            "user's lines (it does not implement UserErasure)")
@@ -95,7 +96,7 @@ def is_unattributed(message: CrudeMessage) -> bool:
     return message.role == "user" and message.author_id is None
 
 
-async def unchecked_lines(stm: Stm, user_id: str, keys: Iterable[MemoryKey]
+async def unchecked_lines(engine: Engine, user_id: str, keys: Iterable[MemoryKey]
                           ) -> tuple[tuple[MemoryKey, ...], int]:
     """The rows, other than the user's own, of the server channels of ``keys``
     (where the user had a row or a line) that hold user lines without an
@@ -105,7 +106,7 @@ async def unchecked_lines(stm: Stm, user_id: str, keys: Iterable[MemoryKey]
     lines = 0
     for server_id, channel_id in sorted({(k.server_id, k.channel_id) for k in keys
                                          if k.server_id is not None}):
-        for record in await stm.adapter.list_memories(
+        for record in await engine.adapter.list_memories(
                 MemoryFilter(server_id=server_id, channel_id=channel_id)):
             count = sum(map(is_unattributed, record.messages))
             if count and not is_own(record.key, user_id):
@@ -114,15 +115,15 @@ async def unchecked_lines(stm: Stm, user_id: str, keys: Iterable[MemoryKey]
     return tuple(rows), lines
 
 
-async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
-    erasure = erasure_of(stm)
+async def forget_user(engine: Engine, user_id: str, *, dry_run: bool) -> ForgetResult:
+    erasure = erasure_of(engine)
     if dry_run:
-        own = await stm.adapter.list_memories(own_filter(user_id))
+        own = await engine.adapter.list_memories(own_filter(user_id))
         shared = [r for r in await erasure.rows_with_author(user_id)
                   if not is_own(r.key, user_id)]
-        prefs = await stm.adapter.load_user_prefs(user_id)
+        prefs = await engine.adapter.load_user_prefs(user_id)
         unchecked, unchecked_count = await unchecked_lines(
-            stm, user_id, [r.key for r in (*own, *shared)])
+            engine, user_id, [r.key for r in (*own, *shared)])
         return ForgetResult(
             user_id=user_id, dry_run=True, rows_removed=tuple(r.key for r in own),
             rows_changed=tuple(r.key for r in shared),
@@ -131,7 +132,7 @@ async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
             preferences_removed=prefs != UserPrefs(user_id=user_id),
             unchecked_rows=unchecked, unchecked_lines=unchecked_count)
 
-    removed = dict.fromkeys(await _delete_own_rows(stm, user_id))
+    removed = dict.fromkeys(await _delete_own_rows(engine, user_id))
     changed: dict[MemoryKey, None] = {}
     lines = 0
     for _ in range(MAX_SCANS):  # again while concurrent writers add the user's lines
@@ -139,11 +140,11 @@ async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
         if not found:
             break
         if any(is_own(r.key, user_id) for r in found):  # the host wrote one again meanwhile
-            removed.update(dict.fromkeys(await _delete_own_rows(stm, user_id)))
+            removed.update(dict.fromkeys(await _delete_own_rows(engine, user_id)))
         for record in found:
             if is_own(record.key, user_id):
                 continue
-            taken = await _strip_row(stm, erasure, record, user_id)
+            taken = await _strip_row(engine, erasure, record, user_id)
             if taken:
                 changed[record.key] = None
                 lines += taken
@@ -154,8 +155,8 @@ async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
     try:
         prefs_removed = await erasure.delete_user_prefs(user_id)
     finally:
-        stm.cache.drop_user(user_id)  # their view reloads with default preferences
-    unchecked, unchecked_count = await unchecked_lines(stm, user_id, [*removed, *changed])
+        engine.cache.drop_user(user_id)  # their view reloads with default preferences
+    unchecked, unchecked_count = await unchecked_lines(engine, user_id, [*removed, *changed])
     log.info("user %s forgotten: %d own rows, %d lines in %d other rows, preferences %s; "
              "%d lines without an author id in %d rows of their channels not checked",
              user_id, len(removed), lines, len(changed),
@@ -166,17 +167,11 @@ async def forget_user(stm: Stm, user_id: str, *, dry_run: bool) -> ForgetResult:
                         unchecked_lines=unchecked_count)
 
 
-async def _delete_own_rows(stm: Stm, user_id: str) -> list[MemoryKey]:
-    try:
-        removed = await stm.adapter.delete_memories(own_filter(user_id))
-    except BaseException:
-        stm.cache.drop_user(user_id)  # which rows went is unknown
-        raise
-    stm.cache.forget(removed)
-    return removed
+async def _delete_own_rows(engine: Engine, user_id: str) -> list[MemoryKey]:
+    return await engine.delete_memories(own_filter(user_id))
 
 
-async def _strip_row(stm: Stm, erasure: UserErasure, record: MemoryRecord | None,
+async def _strip_row(engine: Engine, erasure: UserErasure, record: MemoryRecord | None,
                      user_id: str) -> int:
     """Take the user's lines out of one row (one transaction); how many went.
     A row that changed meanwhile is read again: gone, or without the user's
@@ -191,15 +186,11 @@ async def _strip_row(stm: Stm, erasure: UserErasure, record: MemoryRecord | None
                                f"{record.key.channel_id}: it kept changing under concurrent "
                                "writes; run forget again")
         attempts += 1
-        try:
-            done = await erasure.replace_messages(record.key, kept, expected_rev=record.rev)
-        except BaseException:
-            stm.cache.drop_scopes([record.key])
-            raise
+        done = await engine.write_row(record.key, functools.partial(
+            erasure.replace_messages, record.key, kept, expected_rev=record.rev))
         if done is not None:
-            stm.cache.apply([done])
             return len(record.messages) - len(kept)
-        record = await stm.adapter.get_memory(record.key)  # written meanwhile: again
+        record = await engine.adapter.get_memory(record.key)  # written meanwhile: again
     return 0
 
 
@@ -216,17 +207,17 @@ def record_to_dict(record: MemoryRecord, *, only_author: str | None = None) -> d
     return out
 
 
-async def export_user(stm: Stm, user_id: str) -> dict[str, Any]:
+async def export_user(engine: Engine, user_id: str) -> dict[str, Any]:
     """Every stored thing about the user, as JSON-able data."""
-    erasure = erasure_of(stm)
-    own = await stm.adapter.list_memories(own_filter(user_id))
+    erasure = erasure_of(engine)
+    own = await engine.adapter.list_memories(own_filter(user_id))
     shared = [r for r in await erasure.rows_with_author(user_id) if not is_own(r.key, user_id)]
-    prefs = await stm.adapter.load_user_prefs(user_id)
+    prefs = await engine.adapter.load_user_prefs(user_id)
     unchecked, unchecked_count = await unchecked_lines(
-        stm, user_id, [r.key for r in (*own, *shared)])
+        engine, user_id, [r.key for r in (*own, *shared)])
     return {
         "user_id": user_id,
-        "exported_at_ms": stm.clock.now_ms(),
+        "exported_at_ms": engine.clock.now_ms(),
         "preferences": {"crossserver_opt_in": prefs.crossserver_opt_in},
         "own_rows": [record_to_dict(r) for r in own],
         "lines_in_other_rows": [record_to_dict(r, only_author=user_id) for r in shared],

@@ -126,7 +126,7 @@ class Replay:
         if ctx.nudge_item is not None:
             shown.append(ctx.nudge_item.text)
         count = self.stm.hooks.token_counter(turn.provider)
-        profile = await self.stm.profile_for(turn.server_id)
+        profile = await self.stm.engine.profile_for(turn.server_id)
         self.leaks.extend(self.audit.leaks(number, where, shown))
 
         tool = await self.stm.tool_schema(turn)

@@ -43,7 +43,7 @@ from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 log = logging.getLogger("stm.pipeline")
 
@@ -51,25 +51,25 @@ log = logging.getLogger("stm.pipeline")
 NO_USER_CONTEXT = StmContext()
 
 
-async def build_context(stm: Stm, turn: Turn) -> StmContext:
+async def build_context(engine: Engine, turn: Turn) -> StmContext:
     """Memory items, the nudge and both depths for ``turn``. Never raises."""
     user_id = turn.user_id
     if user_id is None:
         return NO_USER_CONTEXT
     try:
         # Stage 1: from the cache alone when it holds everything (no coroutine).
-        loaded = warm_load(stm, turn, user_id)
+        loaded = warm_load(engine, turn, user_id)
         if loaded is None:
-            loaded = await load(stm, turn, user_id)
-        env = stm.settings
+            loaded = await load(engine, turn, user_id)
+        env = engine.settings
         profile = loaded.profile
         now = loaded.now_ms
-        hooks = stm.hooks
+        hooks = engine.hooks
         plan: BuildPlan = hooks.plugin_set_memo(PLAN, make_plan, hooks)
 
         # Stages 2 to 6: the other-channel rows to show, newest first.
-        shown, servers = await newest_visible(stm, turn, loaded)
-        order = _category_order(stm, turn, profile, servers)
+        shown, servers = await newest_visible(engine, turn, loaded)
+        order = _category_order(engine, turn, profile, servers)
 
         # Stage 7: every row shown, with the server's raw lines.
         other: str | None = None
@@ -92,7 +92,7 @@ async def build_context(stm: Stm, turn: Turn) -> StmContext:
             view = loaded.server if key.scope_kind == "server" else loaded.user.memories
             record = view.records.get(key) if view is not None else None
             if record is None:
-                record = await stm.live_record(key)
+                record = await engine.live_record(key)
             # Expired, it shows nothing and is not fresh; its counter still counts.
             if record is not None and not is_expired(record, now, crude_ttl_ms=env.crude_ttl_ms,
                                                      summary_ttl_ms=env.summary_ttl_ms):
@@ -100,7 +100,7 @@ async def build_context(stm: Stm, turn: Turn) -> StmContext:
                 same_body = live_body(profile, live, plan.memo)
                 if same_body is not None:
                     same = _same_text(turn, same_body, plan)
-            nudge = nudge_text(stm, turn, profile, record)
+            nudge = nudge_text(engine, turn, profile, record)
             if nudge is not None:
                 nudge = convert_mentions(nudge, turn, plan.converters)
 
@@ -153,7 +153,7 @@ def _same_text(turn: Turn, body: str, plan: BuildPlan) -> str:
     return convert_mentions(wrap_same_channel(turn, body), turn, plan.converters)
 
 
-def _category_order(stm: Stm, turn: Turn, profile: ServerProfile,
+def _category_order(engine: Engine, turn: Turn, profile: ServerProfile,
                     servers: Mapping[str, ServerSettings]) -> CategoryOrder:
     """Position order of each origin server's categories (decision 6)."""
 
@@ -163,6 +163,6 @@ def _category_order(stm: Stm, turn: Turn, profile: ServerProfile,
         if origin == turn.server_id:
             return profile.slug_map
         settings = servers.get(origin)
-        return stm.profiles.profile(origin, settings).slug_map if settings else None
+        return engine.profiles.profile(origin, settings).slug_map if settings else None
 
     return order

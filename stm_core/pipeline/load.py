@@ -14,7 +14,7 @@ from stm_core.models import Turn
 from stm_core.profile import ServerProfile
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 
 @attrs.define(kw_only=True)
@@ -34,24 +34,24 @@ class Loaded:
     opt_in: bool
 
 
-def warm_load(stm: Stm, turn: Turn, user_id: str) -> Loaded | None:
+def warm_load(engine: Engine, turn: Turn, user_id: str) -> Loaded | None:
     """What the turn reads, when the cache holds all of it (no coroutine),
     else ``None``."""
-    warm = stm.warm_turn_state(turn.server_id, user_id)
+    warm = engine.warm_turn_state(turn.server_id, user_id)
     if warm is None:
         return None
     profile, user, server = warm
-    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server,
+    return Loaded(now_ms=engine.clock.now_ms(), profile=profile, user=user, server=server,
                   opt_in=user.prefs.crossserver_opt_in)
 
 
-async def load(stm: Stm, turn: Turn, user_id: str) -> Loaded:
-    loaded = warm_load(stm, turn, user_id)
+async def load(engine: Engine, turn: Turn, user_id: str) -> Loaded:
+    loaded = warm_load(engine, turn, user_id)
     if loaded is not None:
         return loaded
     server_id = turn.server_id
-    profile = await stm.profile_for(server_id)
-    user = await stm.user_view(user_id)
-    server = await stm.server_memories(server_id) if server_id is not None else None
-    return Loaded(now_ms=stm.clock.now_ms(), profile=profile, user=user, server=server,
+    profile = await engine.profile_for(server_id)
+    user = await engine.user_view(user_id)
+    server = await engine.server_memories(server_id) if server_id is not None else None
+    return Loaded(now_ms=engine.clock.now_ms(), profile=profile, user=user, server=server,
                   opt_in=user.prefs.crossserver_opt_in)

@@ -18,13 +18,13 @@ from stm_core.storage.records import MemoryRecord
 from stm_core.tool.gate import gates_open
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 
-def nudge_text(stm: Stm, turn: Turn, profile: ServerProfile,
+def nudge_text(engine: Engine, turn: Turn, profile: ServerProfile,
                record: MemoryRecord | None) -> str | None:
     counter = record.turns_since_refresh if record is not None else 0
-    if counter < profile.refresh_cadence or not gates_open(stm, turn, profile):
+    if counter < profile.refresh_cadence or not gates_open(engine, turn, profile):
         return None
-    prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider, turn.model)
+    prompts = engine.profiles.prompts(turn.server_id or "", profile, turn.provider, turn.model)
     return prompts.nudge or None

@@ -48,7 +48,7 @@ from stm_core.settings import Settings
 from stm_core.storage.records import MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 _UPDATED_AT = attrgetter("updated_at_ms")
 
@@ -63,27 +63,27 @@ OWN, FOLDED = 1, 0
 SCOPE_ROWS = 128
 
 
-async def newest_visible(stm: Stm, turn: Turn, loaded: Loaded
+async def newest_visible(engine: Engine, turn: Turn, loaded: Loaded
                          ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
     """The other-channel rows to show, newest first, and the origin servers' settings."""
-    env = stm.settings
-    policies = stm.hooks.visibility_policies()
-    few, servers, ctx = await _candidates(stm, turn, loaded)
+    env = engine.settings
+    policies = engine.hooks.visibility_policies()
+    few, servers, ctx = await _candidates(engine, turn, loaded)
     server = loaded.server
     scoped = None
     if server is not None and _may_miss(server, loaded.now_ms, env):
-        scoped = await scoped_rows(stm, turn, loaded, server, _scope(turn, policies, ctx))
-    shown = _walk(stm, loaded, few, ctx, policies, scoped)
+        scoped = await scoped_rows(engine, turn, loaded, server, _scope(turn, policies, ctx))
+    shown = _walk(engine, loaded, few, ctx, policies, scoped)
     users_exact = ((server is not None and not loaded.opt_in)
                    or exact(loaded.user.memories, shown, env.max_other_channels, FOLDED,
                             since_ms=loaded.now_ms - env.longest_ttl_ms))
     own_exact = server is None or _own_exact(server, scoped, shown, loaded.now_ms, env)
     if users_exact and own_exact:
         return shown, servers
-    unbounded = await _unbounded(stm, turn, loaded, users=not users_exact,
+    unbounded = await _unbounded(engine, turn, loaded, users=not users_exact,
                                  own=not own_exact)
-    few, servers, ctx = await _candidates(stm, turn, unbounded)
-    return _walk(stm, unbounded, few, ctx, policies, scoped if own_exact else None), servers
+    few, servers, ctx = await _candidates(engine, turn, unbounded)
+    return _walk(engine, unbounded, few, ctx, policies, scoped if own_exact else None), servers
 
 
 def _scope(turn: Turn, policies: Sequence[VisibilityPolicy], ctx: VisibilityContext
@@ -134,7 +134,7 @@ def _may_miss(view: MemoryView, now_ms: int, env: Settings) -> bool:
     return dropped is not None and dropped[0] >= now_ms - env.longest_ttl_ms
 
 
-async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView,
+async def scoped_rows(engine: Engine, turn: Turn, loaded: Loaded, server: MemoryView,
                       scope: Scope) -> ScopedRows:
     """The rows of ``server`` a build of ``scope`` may show: cached on the
     view, else read once from the database and cached there.
@@ -145,7 +145,7 @@ async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView,
     cached = server.scoped(scope)
     if cached is not None:
         return cached
-    env = stm.settings
+    env = engine.settings
     now = loaded.now_ms
     assert turn.server_id is not None
     scoped = ScopedRows(scope, crude_since_ms=now - env.crude_ttl_ms,
@@ -154,7 +154,7 @@ async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView,
     server.add_scope(scoped)
     try:
         with scoped.loading() as deleted:
-            rows = await stm.adapter.load_server_memories(
+            rows = await engine.adapter.load_server_memories(
                 turn.server_id, updated_since_ms=now - env.longest_ttl_ms)
             for row in rows:
                 if row.key not in deleted:
@@ -165,13 +165,13 @@ async def scoped_rows(stm: Stm, turn: Turn, loaded: Loaded, server: MemoryView,
     return scoped
 
 
-async def _unbounded(stm: Stm, turn: Turn, loaded: Loaded, *, users: bool,
+async def _unbounded(engine: Engine, turn: Turn, loaded: Loaded, *, users: bool,
                      own: bool) -> Loaded:
     """``loaded`` with every row of the load window of the user's view
     (``users``) and of the server's view (``own``), read from the database
     (not cached: the cache keeps its bound)."""
-    since = loaded.now_ms - stm.settings.longest_ttl_ms
-    adapter = stm.adapter
+    since = loaded.now_ms - engine.settings.longest_ttl_ms
+    adapter = engine.adapter
     user, server = loaded.user, loaded.server
     if users:
         rows = await adapter.load_user_memories(user.prefs.user_id, updated_since_ms=since)
@@ -186,26 +186,26 @@ def _all(rows: list[MemoryRecord]) -> MemoryView:
     return MemoryView(rows, max_rows=max(1, len(rows)))
 
 
-async def _candidates(stm: Stm, turn: Turn, loaded: Loaded
+async def _candidates(engine: Engine, turn: Turn, loaded: Loaded
                       ) -> tuple[list[MemoryRecord], dict[str, ServerSettings],
                                  VisibilityContext]:
     """The folded or DM rows (filtered up front), the settings of every
     server they come from, and the policies' context."""
-    env = stm.settings
+    env = engine.settings
     few = folded_rows(turn, loaded) if loaded.server is not None else dm_candidates(turn, loaded)
     # No folded or DM rows (the usual guild turn): no other server's settings.
     if few:
         few = drop_expired(few, loaded.now_ms, crude_ttl_ms=env.crude_ttl_ms,
                            summary_ttl_ms=env.summary_ttl_ms)
-    servers = (await origin_settings(stm, turn, loaded.profile, few) if few
+    servers = (await origin_settings(engine, turn, loaded.profile, few) if few
                else current_settings(turn, loaded.profile))
     return few, servers, visibility_context(turn, loaded.profile, loaded.opt_in, servers)
 
 
-def _walk(stm: Stm, loaded: Loaded, few: list[MemoryRecord], ctx: VisibilityContext,
+def _walk(engine: Engine, loaded: Loaded, few: list[MemoryRecord], ctx: VisibilityContext,
           policies: Sequence[VisibilityPolicy], scoped: ScopedRows | None
           ) -> list[MemoryRecord]:
-    env = stm.settings
+    env = engine.settings
     now, crude_ttl, summary_ttl = loaded.now_ms, env.crude_ttl_ms, env.summary_ttl_ms
     server = loaded.server
     rows: Iterable[MemoryRecord] = few

@@ -21,7 +21,7 @@ from stm_core.storage.records import DM_SERVER, MemoryRecord, ServerSettings
 from stm_core.unchecked import unchecked_maker
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 #: ``VisibilityContext(...)``: one per build (see stm_core.unchecked).
 _make_context = unchecked_maker(VisibilityContext)
@@ -43,14 +43,14 @@ def current_settings(turn: Turn, profile: ServerProfile) -> dict[str, ServerSett
     return {}
 
 
-async def origin_settings(stm: Stm, turn: Turn, profile: ServerProfile,
+async def origin_settings(engine: Engine, turn: Turn, profile: ServerProfile,
                           candidates: list[MemoryRecord]) -> dict[str, ServerSettings]:
     """Settings of the current server and of every server a candidate comes from."""
     servers = current_settings(turn, profile)
     for r in candidates:
         origin = r.key.server_id
         if origin != DM_SERVER and origin not in servers:
-            servers[origin] = await stm.server_settings(origin)
+            servers[origin] = await engine.server_settings(origin)
     return servers
 
 

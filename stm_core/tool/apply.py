@@ -27,7 +27,7 @@ from stm_core.tool.gate import gates_open
 from stm_core.tool.writes import category_writes, summary_writes
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 log = logging.getLogger("stm.tool.apply")
 
@@ -67,7 +67,7 @@ def no_category_fields(profile: ServerProfile) -> ToolResult:
                    + ", ".join(profile.slug_map) + ".")
 
 
-async def apply_tool_call(stm: Stm, turn: Turn,
+async def apply_tool_call(engine: Engine, turn: Turn,
                           arguments: Mapping[str, object] | str) -> ToolResult:
     """Validate and write the call. ``arguments`` may also be the raw JSON
     string a provider sent. Never raises."""
@@ -75,7 +75,7 @@ async def apply_tool_call(stm: Stm, turn: Turn,
         return refusal("already_updated")
     _in_progress.add(turn)
     try:
-        return await _apply(stm, turn, arguments)
+        return await _apply(engine, turn, arguments)
     except Exception as exc:
         log.exception("%s failed for channel %s", TOOL_NAME, turn.channel_id)
         return refusal("error", f"Error updating short-term memory: {exc}")
@@ -83,21 +83,21 @@ async def apply_tool_call(stm: Stm, turn: Turn,
         _in_progress.discard(turn)
 
 
-async def _apply(stm: Stm, turn: Turn, arguments: Mapping[str, object] | str) -> ToolResult:
-    profile = await stm.profile_for(turn.server_id)
+async def _apply(engine: Engine, turn: Turn, arguments: Mapping[str, object] | str) -> ToolResult:
+    profile = await engine.profile_for(turn.server_id)
     if not profile.stm_enabled:
         return refusal("disabled")
     if turn.explicit_long_term_intent:
         return refusal("explicit_long_term_intent")
-    if stm.tool_already_used(turn):
+    if engine.tool_already_used(turn):
         return refusal("already_updated")
-    if not gates_open(stm, turn, profile):
+    if not gates_open(engine, turn, profile):
         return refusal("unavailable")
     args = _as_mapping(arguments)
     if args is None:
         return refusal("invalid_arguments")
 
-    limit = stm.settings.max_summary_length
+    limit = engine.settings.max_summary_length
     truncated: list[str] = []
     if profile.mode == "summary":
         summary = args.get("summary")
@@ -109,7 +109,7 @@ async def _apply(stm: Stm, turn: Turn, arguments: Mapping[str, object] | str) ->
         if not _identifiable(turn):
             return refusal("no_identity")
         written = {"summary": _clean("summary", summary, limit, truncated)}
-        await stm.write_memory(summary_writes(turn, stm.settings, stm.clock.now_ms(),
+        await engine.write_memory(summary_writes(turn, engine.settings, engine.clock.now_ms(),
                                               written["summary"]))
     else:
         if not _identifiable(turn):
@@ -119,10 +119,10 @@ async def _apply(stm: Stm, turn: Turn, arguments: Mapping[str, object] | str) ->
                    if isinstance(value := args.get(slug), str) and value.strip()}
         if not written:
             return no_category_fields(profile)
-        await stm.write_memory(category_writes(turn, stm.settings, stm.clock.now_ms(),
+        await engine.write_memory(category_writes(turn, engine.settings, engine.clock.now_ms(),
                                                written))
 
-    stm.mark_tool_used(turn)
+    engine.mark_tool_used(turn)
     return ToolResult(ok=True, message=SUCCESS_MESSAGE, written=written,
                       truncated=tuple(truncated))
 

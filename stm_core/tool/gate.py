@@ -14,15 +14,15 @@ from stm_core.models import Turn
 from stm_core.profile import ServerProfile
 
 if TYPE_CHECKING:
-    from stm_core.store import Stm
+    from stm_core.engine import Engine
 
 
-def gates_open(stm: Stm, turn: Turn, profile: ServerProfile) -> bool:
+def gates_open(engine: Engine, turn: Turn, profile: ServerProfile) -> bool:
     """The provider gates for this turn (memoized per argument tuple)."""
-    return stm.hooks.tool_available(turn.provider, turn.has_tools, profile.stm_enabled,
+    return engine.hooks.tool_available(turn.provider, turn.has_tools, profile.stm_enabled,
                                     turn.explicit_long_term_intent, turn.model)
 
 
-async def tool_available(stm: Stm, turn: Turn) -> bool:
-    profile = await stm.profile_for(turn.server_id)
-    return gates_open(stm, turn, profile) and not stm.tool_already_used(turn)
+async def tool_available(engine: Engine, turn: Turn) -> bool:
+    profile = await engine.profile_for(turn.server_id)
+    return gates_open(engine, turn, profile) and not engine.tool_already_used(turn)

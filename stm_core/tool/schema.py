@@ -20,8 +20,8 @@ from stm_core.tool import TOOL_NAME
 from stm_core.tool.gate import tool_available
 
 if TYPE_CHECKING:
+    from stm_core.engine import Engine
     from stm_core.hooks import Hooks
-    from stm_core.store import Stm
 
 _MEMO_LIMIT = 1024
 # (id(profile), id(prompts)) -> (profile, prompts, schema). The objects are held
@@ -67,7 +67,7 @@ def registered_format(hooks: Hooks, format: str) -> ToolFormat:
     return found
 
 
-async def tool_schema(stm: Stm, turn: Turn, format: str | None) -> dict[str, Any] | None:
+async def tool_schema(engine: Engine, turn: Turn, format: str | None) -> dict[str, Any] | None:
     """The declaration to offer this turn, or ``None`` when the tool is not
     available (gates closed, or already used this turn).
 
@@ -78,11 +78,11 @@ async def tool_schema(stm: Stm, turn: Turn, format: str | None) -> dict[str, Any
     when the tool would be offered (a provider without tools, such as NovelAI,
     needs no format).
     """
-    explicit = None if format is None else registered_format(stm.hooks, format)
-    if not await tool_available(stm, turn):
+    explicit = None if format is None else registered_format(engine.hooks, format)
+    if not await tool_available(engine, turn):
         return None
-    fmt = explicit or stm.hooks.tool_format_for(turn.provider, turn.model,
-                                                strict=stm.settings.strict_providers)
-    profile = await stm.profile_for(turn.server_id)
-    prompts = stm.profiles.prompts(turn.server_id or "", profile, turn.provider, turn.model)
+    fmt = explicit or engine.hooks.tool_format_for(turn.provider, turn.model,
+                                                strict=engine.settings.strict_providers)
+    profile = await engine.profile_for(turn.server_id)
+    prompts = engine.profiles.prompts(turn.server_id or "", profile, turn.provider, turn.model)
     return fmt.render(cached_tool_schema(profile, prompts))

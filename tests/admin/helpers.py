@@ -13,14 +13,14 @@ async def seed_summary(stm: Stm, key: MemoryKey, summary: str, *,
     if messages or counter:
         crude = tuple(CrudeMessage(role="user", content=f"line {i}", speaker_name="Alice",
                                    timestamp_ms=now) for i in range(messages))
-        await stm.capture([CaptureWrite(key=key, messages=crude, now_ms=now,
+        await stm.engine.capture([CaptureWrite(key=key, messages=crude, now_ms=now,
                                         counter_increment=counter)])
-    [record] = await stm.write_memory([MemoryWrite(key=key, now_ms=now, set_summary=True,
+    [record] = await stm.engine.write_memory([MemoryWrite(key=key, now_ms=now, set_summary=True,
                                                    summary=summary)])
     return record
 
 
 async def seed_categories(stm: Stm, key: MemoryKey, values: dict[str, str]) -> MemoryRecord:
-    [record] = await stm.write_memory([MemoryWrite(key=key, now_ms=stm.clock.now_ms(),
+    [record] = await stm.engine.write_memory([MemoryWrite(key=key, now_ms=stm.clock.now_ms(),
                                                    set_categories=True, categories=values)])
     return record

@@ -33,7 +33,7 @@ async def test_set_parses_lines_renumbers_and_switches_mode(stm: Stm) -> None:
     ]
     stored = await stm.adapter.load_server_settings(SERVER)
     assert [c.label for c in stored.categories] == ["Goals", "HP/MP", "Party Status"]
-    profile = await stm.profile_for(SERVER)
+    profile = await stm.engine.profile_for(SERVER)
     assert profile.mode == "category"
     assert list(profile.slug_map) == ["goals", "hp_mp", "party_status"]
 
@@ -75,7 +75,7 @@ async def test_replace_clears_server_memories_and_the_cache(stm: Stm) -> None:
     user_copy = MemoryKey.user("u1", "c1", "p1", SERVER)
     for key in (server_key, other_server, user_copy):
         await seed_summary(stm, key, "old summary")
-    view = await stm.server_memories(SERVER)
+    view = await stm.engine.server_memories(SERVER)
     assert server_key in view.records
 
     shown = await stm.admin.set_categories(SERVER, ["Goals: g"])
@@ -85,7 +85,7 @@ async def test_replace_clears_server_memories_and_the_cache(stm: Stm) -> None:
     assert await stm.adapter.get_memory(user_copy) is not None, "user copies are kept"
     cached = stm.cache.servers.peek(SERVER)
     assert cached is not None and server_key not in cached.records
-    assert await stm.live_record(server_key) is None
+    assert await stm.engine.live_record(server_key) is None
     assert stm.cache.settings.peek(SERVER) == await stm.adapter.load_server_settings(SERVER)
 
 
@@ -98,4 +98,4 @@ async def test_all_blank_or_reset_restores_default(stm: Stm) -> None:
     await stm.admin.set_categories(SERVER, ["Goals: g"])
     shown = await stm.admin.reset_categories(SERVER)
     assert shown.is_default
-    assert (await stm.profile_for(SERVER)).mode == "summary"
+    assert (await stm.engine.profile_for(SERVER)).mode == "summary"

@@ -51,7 +51,7 @@ async def test_round_trip_to_another_server(stm: Stm) -> None:
                   "stm_enabled", "private_channel_ids", "privacy_bypass", "categories"):
         assert getattr(target, field) == getattr(source, field), field
     assert stm.cache.settings.peek("g2") == target
-    assert (await stm.profile_for("g2")).mode == "category"
+    assert (await stm.engine.profile_for("g2")).mode == "category"
 
 
 async def test_import_resets_what_the_document_leaves_default(stm: Stm) -> None:

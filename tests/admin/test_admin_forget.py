@@ -128,7 +128,7 @@ async def test_export_holds_every_stored_thing_about_the_user(stm: Stm) -> None:
 async def test_rows_written_before_author_ids_keep_working(stm: Stm) -> None:
     """Lines without an author id load, show and survive a forget untouched."""
     key = MemoryKey.server(G, "c3", "p")
-    await stm.capture([CaptureWrite(key=key, now_ms=stm.clock.now_ms(),
+    await stm.engine.capture([CaptureWrite(key=key, now_ms=stm.clock.now_ms(),
                                     messages=authored((None, "old line"), (X, "x-new")))])
     await stm.admin.forget_user(X)
     record = await stm.adapter.get_memory(key)
@@ -189,9 +189,9 @@ async def test_forget_logs_the_counts_an_operator_audits(
 
 async def test_a_forgotten_users_cached_opt_in_is_gone_too(stm: Stm) -> None:
     await populate(stm)
-    assert (await stm.user_view(X)).prefs.crossserver_opt_in  # cached now
+    assert (await stm.engine.user_view(X)).prefs.crossserver_opt_in  # cached now
     await stm.admin.forget_user(X)
-    assert not (await stm.user_view(X)).prefs.crossserver_opt_in
+    assert not (await stm.engine.user_view(X)).prefs.crossserver_opt_in
 
 
 async def test_export_says_which_thread_and_persona_lineage_an_own_row_belongs_to(

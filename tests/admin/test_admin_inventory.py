@@ -13,7 +13,7 @@ from stm_core.testing.conformance import authored
 
 
 async def lines_only(stm: Stm, server: str, channel: str) -> None:
-    await stm.capture([CaptureWrite(key=MemoryKey.server(server, channel, "p"),
+    await stm.engine.capture([CaptureWrite(key=MemoryKey.server(server, channel, "p"),
                                     now_ms=stm.clock.now_ms(),
                                     messages=authored(("7", "hello"), ("8", "hi")))])
 

@@ -125,7 +125,7 @@ async def test_list_personas_with_non_blank_memory(stm: Stm) -> None:
 async def test_edit_summary_writes_server_and_editor_rows_keeps_counter(stm: Stm) -> None:
     key = MemoryKey.server(SERVER, CHANNEL, PERSONA)
     await seed_summary(stm, key, "before", counter=3)
-    await stm.server_memories(SERVER)
+    await stm.engine.server_memories(SERVER)
     edit = await stm.admin.edit_memory(server_id=SERVER, channel_id=CHANNEL,
                                        persona_id=PERSONA, user_id="u1",
                                        summary="  Alice found {secret} for {user}. ")
@@ -219,13 +219,13 @@ async def test_clear_channel_removes_every_row_of_the_channel(stm: Stm) -> None:
     survivor = MemoryKey.server(SERVER, "c2", "p1")
     for key in [*keys, survivor]:
         await seed_summary(stm, key, "s")
-    await stm.server_memories(SERVER)
-    await stm.user_view("u1")
+    await stm.engine.server_memories(SERVER)
+    await stm.engine.user_view("u1")
     result = await stm.admin.clear_channel(CHANNEL)
     assert result.removed == 4 and set(result.keys) == set(keys)
     for key in keys:
         assert await stm.adapter.get_memory(key) is None
-        assert await stm.live_record(key) is None, "the cache forgot it too"
+        assert await stm.engine.live_record(key) is None, "the cache forgot it too"
     assert await stm.adapter.get_memory(survivor) is not None
 
 
@@ -235,7 +235,7 @@ async def test_clear_user_removes_only_their_user_rows(stm: Stm) -> None:
     theirs = MemoryKey.user("u2", "c1", "p1", SERVER)
     for key in [*mine, shared, theirs]:
         await seed_summary(stm, key, "s")
-    await stm.user_view("u1")
+    await stm.engine.user_view("u1")
     result = await stm.admin.clear_user("u1")
     assert set(result.keys) == set(mine)
     assert await stm.adapter.get_memory(shared) is not None

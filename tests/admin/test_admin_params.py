@@ -31,7 +31,7 @@ async def test_show_fills_defaults_and_names_them(stm: Stm) -> None:
 
 
 async def test_set_subset_keeps_the_rest_and_refreshes_the_cache(stm: Stm) -> None:
-    await stm.server_settings(SERVER)  # warm the cache first
+    await stm.engine.server_settings(SERVER)  # warm the cache first
     params = await stm.admin.set_server_params(SERVER, refresh_cadence=1,
                                                render_mode="supersede")
     assert params.refresh_cadence == 1 and params.render_mode == "supersede"
@@ -50,7 +50,7 @@ async def test_set_subset_keeps_the_rest_and_refreshes_the_cache(stm: Stm) -> No
             stored.nudge_injection_depth, stored.content_injection_depth) == (
         1, "supersede", 10, 0, 20)
     assert stm.cache.settings.peek(SERVER) == stored
-    profile = await stm.profile_for(SERVER)
+    profile = await stm.engine.profile_for(SERVER)
     assert profile.refresh_cadence == 1 and profile.render_mode.key == "supersede"
     assert profile.nudge_injection_depth == 0 and profile.content_injection_depth == 20
 
@@ -158,16 +158,16 @@ async def test_prompt_budget_edges_are_accepted(stm: Stm) -> None:
         assert (await stm.adapter.load_server_settings(SERVER)).prompt_budget_tokens == edge
 
 async def test_cache_policy_is_stored_shown_and_reaches_the_profile(stm: Stm) -> None:
-    await stm.profile_for(SERVER)  # warm the cache first
+    await stm.engine.profile_for(SERVER)  # warm the cache first
     params = await stm.admin.set_server_params(SERVER, cache_policy="stable")
     assert params.cache_policy == "stable" and "cache_policy" not in params.defaults
     assert params.to_dict()["cache_policy"] == "stable"
     assert params.labels["cache_policy"] == "prompt-cache stable"
     assert (await stm.adapter.load_server_settings(SERVER)).cache_policy == "stable"
-    assert (await stm.profile_for(SERVER)).stable
+    assert (await stm.engine.profile_for(SERVER)).stable
     params = await stm.admin.reset_server_params(SERVER, names=["cache_policy"])
     assert params.cache_policy == "freshness" and "cache_policy" in params.defaults
-    assert not (await stm.profile_for(SERVER)).stable
+    assert not (await stm.engine.profile_for(SERVER)).stable
 async def test_stored_render_mode_without_its_plugin_reports_the_one_in_effect(
         stm: Stm) -> None:
     # Written while a plugin registering "fancy" was installed; it is not any more.
@@ -178,7 +178,7 @@ async def test_stored_render_mode_without_its_plugin_reports_the_one_in_effect(
     assert params.unavailable == {"render_mode": "fancy"}
     assert "render_mode" in params.defaults
     assert params.to_dict()["unavailable"] == {"render_mode": "fancy"}
-    assert (await stm.profile_for(SERVER)).render_mode.key == params.render_mode
+    assert (await stm.engine.profile_for(SERVER)).render_mode.key == params.render_mode
     # Choosing an installed mode clears the mark.
     params = await stm.admin.set_server_params(SERVER, render_mode="supersede")
     assert params.render_mode == "supersede" and params.unavailable == {}

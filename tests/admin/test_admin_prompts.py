@@ -26,7 +26,7 @@ async def test_defaults_follow_the_mode(stm: Stm) -> None:
 
 
 async def test_set_trims_stores_and_refreshes_cache(stm: Stm) -> None:
-    await stm.server_settings(SERVER)
+    await stm.engine.server_settings(SERVER)
     prompts = await stm.admin.set_prompts(
         SERVER, nudge="  [System: refresh {short_term_memory_tool}]\n")
     assert prompts.nudge.text == "[System: refresh {short_term_memory_tool}]"

@@ -17,13 +17,13 @@ SERVER = "g1"
 async def test_capability_defaults_on_and_toggles(stm: Stm) -> None:
     shown = await stm.admin.capability(SERVER)
     assert shown.stm_enabled and shown.is_default
-    await stm.server_settings(SERVER)
+    await stm.engine.server_settings(SERVER)
     off = await stm.admin.set_stm_enabled(SERVER, enabled=False)
     assert not off.stm_enabled and not off.is_default
     assert (await stm.adapter.load_server_settings(SERVER)).stm_enabled is False
-    assert not (await stm.profile_for(SERVER)).stm_enabled, "cache refreshed"
+    assert not (await stm.engine.profile_for(SERVER)).stm_enabled, "cache refreshed"
     on = await stm.admin.set_stm_enabled(SERVER, enabled=True)
-    assert on.stm_enabled and (await stm.profile_for(SERVER)).stm_enabled
+    assert on.stm_enabled and (await stm.engine.profile_for(SERVER)).stm_enabled
 
 
 async def test_private_channels_set_add_remove(stm: Stm) -> None:
@@ -36,7 +36,7 @@ async def test_private_channels_set_add_remove(stm: Stm) -> None:
     assert shown.private_channel_ids == ("c1", "c3")
     stored = await stm.adapter.load_server_settings(SERVER)
     assert stored.private_channel_ids == {"c1", "c3"}
-    assert (await stm.profile_for(SERVER)).private_channel_ids == {"c1", "c3"}
+    assert (await stm.engine.profile_for(SERVER)).private_channel_ids == {"c1", "c3"}
     assert (await stm.admin.set_private_channels(SERVER, channel_ids=[])).private_channel_ids == ()
 
 
@@ -61,7 +61,7 @@ async def test_adding_and_removing_private_channels_logs_which_setting_changed(
 async def test_privacy_bypass(stm: Stm) -> None:
     shown = await stm.admin.set_privacy_bypass(SERVER, bypass=True)
     assert shown.privacy_bypass
-    assert (await stm.profile_for(SERVER)).privacy_bypass
+    assert (await stm.engine.profile_for(SERVER)).privacy_bypass
     assert not (await stm.admin.set_privacy_bypass(SERVER, bypass=False)).privacy_bypass
     with pytest.raises(ValidationError):
         await stm.admin.set_privacy_bypass(SERVER, bypass="yes")  # type: ignore[arg-type]
@@ -70,11 +70,11 @@ async def test_privacy_bypass(stm: Stm) -> None:
 async def test_user_opt_in(stm: Stm) -> None:
     shown = await stm.admin.user_opt_in("u1")
     assert shown.user_id == "u1" and not shown.crossserver_opt_in
-    view = await stm.user_view("u1")
+    view = await stm.engine.user_view("u1")
     assert not view.prefs.crossserver_opt_in
     assert (await stm.admin.set_user_opt_in("u1", opt_in=True)).crossserver_opt_in
     assert (await stm.adapter.load_user_prefs("u1")).crossserver_opt_in
-    assert (await stm.user_view("u1")).prefs.crossserver_opt_in, "cache refreshed"
+    assert (await stm.engine.user_view("u1")).prefs.crossserver_opt_in, "cache refreshed"
     assert not (await stm.admin.set_user_opt_in("u1", opt_in=False)).crossserver_opt_in
     with pytest.raises(ValidationError):
         await stm.admin.set_user_opt_in("", opt_in=True)

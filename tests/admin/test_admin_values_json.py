@@ -131,5 +131,5 @@ async def stored_lines(stm: Stm) -> None:
     now = stm.clock.now_ms()
     line = CrudeMessage(role="user", content="hello there", speaker_name="Alice",
                         timestamp_ms=now, author_id="u7")
-    await stm.capture([CaptureWrite(key=MemoryKey.server(G, "c1", ""), messages=(line,),
+    await stm.engine.capture([CaptureWrite(key=MemoryKey.server(G, "c1", ""), messages=(line,),
                                     now_ms=now)])

@@ -83,7 +83,7 @@ def host_of(stm: Stm) -> BusyHost:
 
 
 async def seed(stm: Stm, *keys: MemoryKey) -> None:
-    await stm.capture([CaptureWrite(key=k, now_ms=stm.clock.now_ms(),
+    await stm.engine.capture([CaptureWrite(key=k, now_ms=stm.clock.now_ms(),
                                     messages=authored((Y, f"y-{k.channel_id}"),
                                                       (X, f"x-{k.channel_id}")))
                        for k in keys])
@@ -194,23 +194,23 @@ async def test_a_row_whose_last_concurrent_write_removed_the_user_needs_no_more_
 
 async def test_own_rows_deleted_before_the_connection_dropped_are_not_shown_from_cache(
         stm: Stm) -> None:
-    await stm.capture([CaptureWrite(key=OWN, now_ms=stm.clock.now_ms(),
+    await stm.engine.capture([CaptureWrite(key=OWN, now_ms=stm.clock.now_ms(),
                                     messages=authored((X, "x-dm")))])
-    assert (await stm.user_view(X)).memories.records  # cached now
+    assert (await stm.engine.user_view(X)).memories.records  # cached now
     host_of(stm).fail_after = "delete_memories"
     with pytest.raises(StorageError, match="connection was lost"):
         await stm.admin.forget_user(X)
-    assert not (await stm.user_view(X)).memories.records
+    assert not (await stm.engine.user_view(X)).memories.records
 
 
 async def test_lines_removed_before_the_connection_dropped_are_not_shown_from_cache(
         stm: Stm) -> None:
     await seed(stm, C1)
-    assert (await stm.server_memories(G)).records  # cached now
+    assert (await stm.engine.server_memories(G)).records  # cached now
     host_of(stm).fail_after = "replace_messages"
     with pytest.raises(StorageError, match="connection was lost"):
         await stm.admin.forget_user(X)
-    [row] = (await stm.server_memories(G)).records.values()
+    [row] = (await stm.engine.server_memories(G)).records.values()
     assert [m.author_id for m in row.messages] == [Y]
 
 
@@ -218,7 +218,7 @@ async def test_an_opt_in_whose_write_failed_after_committing_is_read_again(stm: 
     """The connection drops right after the opt-in committed: the cache holds
     no older answer, so the user's next turn reads what the database has."""
     host = host_of(stm)
-    assert not (await stm.user_view(X)).prefs.crossserver_opt_in  # cached: not opted in
+    assert not (await stm.engine.user_view(X)).prefs.crossserver_opt_in  # cached: not opted in
     real = host.set_user_prefs
 
     async def committed_then_lost(*args: Any, **kwargs: Any) -> Any:
@@ -228,4 +228,4 @@ async def test_an_opt_in_whose_write_failed_after_committing_is_read_again(stm: 
     host.set_user_prefs = committed_then_lost  # type: ignore[method-assign]
     with pytest.raises(StorageError, match="connection was lost"):
         await stm.admin.set_user_opt_in(X, opt_in=True)
-    assert (await stm.user_view(X)).prefs.crossserver_opt_in
+    assert (await stm.engine.user_view(X)).prefs.crossserver_opt_in

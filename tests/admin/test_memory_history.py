@@ -305,7 +305,7 @@ async def test_a_restore_of_an_expired_memory_does_not_revive_its_old_lines(
                                       {"categories": {"goals": "two"}})):
             await stm.admin.edit_memory(**where, **first)
             await stm.admin.edit_memory(**where, **second)
-            await stm.capture([CaptureWrite(
+            await stm.engine.capture([CaptureWrite(
                 key=MemoryKey.server(where["server_id"], where["channel_id"], PERSONA),
                 now_ms=clock.now_ms(), messages=authored(("u1", "an old line")))])
         clock.advance(hours=3)

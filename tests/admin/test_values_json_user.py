@@ -19,7 +19,7 @@ SHARED = {"scope_kind": "server", "server_id": "g1", "user_id": "", "channel_id"
 async def seed(stm: Any) -> None:
     await stm.admin.edit_memory(channel_id="dm", user_id=X, summary="my own memory")
     await stm.admin.set_user_opt_in(X, opt_in=True)
-    await stm.capture([CaptureWrite(key=MemoryKey.server("g1", "c1", "p"),
+    await stm.engine.capture([CaptureWrite(key=MemoryKey.server("g1", "c1", "p"),
                                     now_ms=stm.clock.now_ms(),
                                     messages=authored(("someone", "hi"), (X, "x-secret"),
                                                       (None, "whose is this?")))])

@@ -18,7 +18,7 @@ TURN = ("--server", "g1", "--channel", "c1", "--user", "u1", "--persona", "p1",
 async def bump_counter(url: str, by: int) -> None:
     """What record_turn does after each bot turn, through the Python API."""
     async with open_store(url, load_entrypoints=False) as stm:
-        await stm.capture([CaptureWrite(key=MemoryKey.server("g1", "c1", "p1"), messages=(),
+        await stm.engine.capture([CaptureWrite(key=MemoryKey.server("g1", "c1", "p1"), messages=(),
                                         now_ms=stm.clock.now_ms(), counter_increment=by)])
 
 

@@ -15,7 +15,7 @@ from .conftest import RunStm, ok, refused
 
 async def seed(url: str, writes: list[MemoryWrite], *, clock: ManualClock | None = None) -> None:
     async with open_store(url, load_entrypoints=False, clock=clock) as stm:
-        await stm.write_memory(writes)
+        await stm.engine.write_memory(writes)
 
 
 def test_memory_edit_view_list_in_a_guild(stm_cli: RunStm) -> None:
@@ -126,7 +126,7 @@ async def test_capture_seeded_rows_show_in_view(stm_cli: RunStm, db_arg: str) ->
     async with open_store(db_arg, load_entrypoints=False) as stm:
         key = MemoryKey.server("g1", "c1", "p1")
         now = stm.clock.now_ms()
-        await stm.capture([CaptureWrite(key=key, now_ms=now, counter_increment=4, messages=(
+        await stm.engine.capture([CaptureWrite(key=key, now_ms=now, counter_increment=4, messages=(
             CrudeMessage(role="user", content="hi", speaker_name="Alice", timestamp_ms=now),))])
     view = ok(stm_cli("--json", "memory", "view", "--server", "g1", "--channel", "c1",
                       "--persona", "p1")).json()

@@ -107,9 +107,9 @@ async def test_dry_runs_change_nothing(stm_db: RunStm, db_url: str, tmp_path: Pa
     now = SystemClock().now_ms()
     old = now - 100 * 86_400_000
     async with open_store(db_url, load_entrypoints=False, clock=ManualClock(old)) as stm:
-        await stm.write_memory([MemoryWrite(key=MemoryKey.server(G, f"c{i}", None), now_ms=old,
-                                            set_summary=True, summary="old")
-                                for i in range(3)])
+        await stm.engine.write_memory([
+            MemoryWrite(key=MemoryKey.server(G, f"c{i}", None), now_ms=old, set_summary=True,
+                        summary="old") for i in range(3)])
     janitor = ok(stm_db("--json", "janitor", "--dry-run")).json()
     assert janitor == {"removed": 3, "retention_days": 90.0, "dry_run": True}
     clear = ok(stm_db("memory", "clear-channel", "c1", "--dry-run"))
@@ -146,7 +146,7 @@ DESTRUCTIVE = (
 async def test_destructive_commands_need_yes_without_a_terminal(
         stm_cli: RunStm, db_arg: str, command: tuple[str, ...]) -> None:
     async with open_store(db_arg, load_entrypoints=False) as stm:
-        await stm.write_memory([MemoryWrite(key=MemoryKey.server("g1", "c1", None),
+        await stm.engine.write_memory([MemoryWrite(key=MemoryKey.server("g1", "c1", None),
                                             now_ms=stm.clock.now_ms(), set_summary=True,
                                             summary="keep me")])
     line = refused(stm_cli(*command))
@@ -171,7 +171,7 @@ def run_on_terminal(args: list[str], answer: str, home: Path) -> tuple[int, str]
 
 async def test_a_terminal_is_asked_first(db_arg: str, stm_cli: RunStm, tmp_path: Path) -> None:
     async with open_store(db_arg, load_entrypoints=False) as stm:
-        await stm.write_memory([MemoryWrite(key=MemoryKey.server("g1", "c1", None),
+        await stm.engine.write_memory([MemoryWrite(key=MemoryKey.server("g1", "c1", None),
                                             now_ms=stm.clock.now_ms(), set_summary=True,
                                             summary="keep me")])
     args = ["--db", db_arg, "memory", "clear-channel", "c1"]

@@ -28,7 +28,9 @@ NOT_LOADED = (
     "stm_core.admin.memory",
     "stm_core.admin.prompts",
     "stm_core.admin.config_io",
-    "stm_core.pipeline",
+    # The stages (the package's own docstring-only ``__init__`` runs when the
+    # facade binds its stages, lazily).
+    "stm_core.pipeline.",
     "stm_core.record",
     "stm_core.janitor",
     "sqlalchemy",

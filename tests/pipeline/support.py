@@ -64,7 +64,7 @@ async def capture(stm: Stm, key: MemoryKey, *lines: Line, counter_increment: int
                   lineage: str | None = None, parent: str | None = None) -> MemoryRecord:
     """A bot turn's crude capture of one row (also bumps its counter)."""
     settings = stm.settings
-    [record] = await stm.capture([CaptureWrite(
+    [record] = await stm.engine.capture([CaptureWrite(
         key=key, messages=messages(*lines), now_ms=stm.clock.now_ms(),
         counter_increment=counter_increment, persona_lineage_id=lineage,
         parent_channel_id=parent, crude_ttl_ms=settings.crude_ttl_ms,
@@ -77,7 +77,7 @@ async def write(stm: Stm, key: MemoryKey, *, summary: str | None = None,
                 lineage: str | None = None, parent: str | None = None) -> MemoryRecord:
     """A summary and/or category write (what the tool or an admin edit does)."""
     settings = stm.settings
-    [record] = await stm.write_memory([MemoryWrite(
+    [record] = await stm.engine.write_memory([MemoryWrite(
         key=key, now_ms=stm.clock.now_ms(),
         set_summary=summary is not None, summary=summary,
         set_categories=categories is not None, categories=dict(categories or {}),
@@ -88,27 +88,23 @@ async def write(stm: Stm, key: MemoryKey, *, summary: str | None = None,
 
 async def set_settings(stm: Stm, server_id: str = GUILD, **changes: object) -> ServerSettings:
     """Store server settings, then mirror the committed row into the cache."""
-    settings = await stm.adapter.update_server_settings(server_id, changes,
-                                                        now_ms=stm.clock.now_ms())
-    stm.cache.put_settings(settings)
-    return settings
+    return await stm.engine.write_settings(server_id, lambda: stm.adapter.update_server_settings(
+        server_id, changes, now_ms=stm.clock.now_ms()))
 
 
 async def set_categories(stm: Stm, labels: Sequence[str],
                          server_id: str = GUILD) -> ServerSettings:
     categories = [CategoryRecord(position=i, label=label, description=f"{label} so far")
                   for i, label in enumerate(labels)]
-    settings, removed = await stm.adapter.replace_categories(
-        server_id, categories, now_ms=stm.clock.now_ms(), clear_server_memories=False)
-    stm.cache.put_settings(settings)
-    stm.cache.forget(removed)
+    settings, _removed = await stm.engine.write_categories(
+        server_id, lambda: stm.adapter.replace_categories(
+            server_id, categories, now_ms=stm.clock.now_ms(), clear_server_memories=False))
     return settings
 
 
 async def set_opt_in(stm: Stm, user_id: str = "alice", value: bool = True) -> None:
-    prefs = await stm.adapter.set_user_prefs(user_id, crossserver_opt_in=value,
-                                             now_ms=stm.clock.now_ms())
-    stm.cache.put_prefs(prefs)
+    await stm.engine.write_prefs(user_id, lambda: stm.adapter.set_user_prefs(
+        user_id, crossserver_opt_in=value, now_ms=stm.clock.now_ms()))
 
 
 def other_text(ctx: StmContext) -> str | None:

@@ -59,8 +59,8 @@ async def seed(stm: Stm, clock: ManualClock) -> None:
 
 async def context_with_budget(stm: Stm, budget: int) -> StmContext:
     """The turn's context under another process-wide budget, on the same data."""
-    stm.settings = attrs.evolve(stm.settings, prompt_budget_tokens=budget)
-    stm.profiles = ProfileCache(stm.hooks, stm.settings)
+    stm.engine.settings = attrs.evolve(stm.settings, prompt_budget_tokens=budget)
+    stm.engine.profiles = ProfileCache(stm.hooks, stm.settings)
     return await stm.build_context(make_turn())
 
 
@@ -197,8 +197,8 @@ async def test_a_servers_budget_beats_the_process_setting(seeded: Stm) -> None:
         300, "300 tokens")
     assert cost(await seeded.build_context(make_turn())) <= 300
     # 0 switches this server's budget off, whatever the process setting says.
-    seeded.settings = attrs.evolve(seeded.settings, prompt_budget_tokens=100)
-    seeded.profiles = ProfileCache(seeded.hooks, seeded.settings)
+    seeded.engine.settings = attrs.evolve(seeded.settings, prompt_budget_tokens=100)
+    seeded.engine.profiles = ProfileCache(seeded.hooks, seeded.settings)
     await seeded.admin.set_server_params("G", prompt_budget_tokens=0)
     assert cost(await seeded.build_context(make_turn())) > 2000
     reset = await seeded.admin.reset_server_params("G", names=["prompt_budget_tokens"])

@@ -185,8 +185,8 @@ async def test_the_same_rendered_rows_join_into_the_very_same_text(
     async def rendered() -> str:
         turn = make_turn()
         assert turn.server_id is not None
-        profile = await stm.profile_for(turn.server_id)
-        rows = [r for r in (await stm.server_memories(turn.server_id)).newest_first()
+        profile = await stm.engine.profile_for(turn.server_id)
+        rows = [r for r in (await stm.engine.server_memories(turn.server_id)).newest_first()
                 if r.key.channel_id != turn.channel_id]
         text, _ = render_other_channels(turn, profile, rows, clock.now_ms(),
                                         lambda origin: profile.slug_map, memo=memo)

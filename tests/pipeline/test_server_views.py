@@ -57,7 +57,7 @@ async def test_a_server_view_keeps_only_its_newest_rows(open_stm: OpenStm, backe
         for n in range(60):
             clock.advance(ms=1000)
             await write(stm, server_key(f"c{n:02d}"), summary=f"talk {n:02d}")
-        view = await stm.server_memories(GUILD)
+        view = await stm.engine.server_memories(GUILD)
         assert len(view.records) == 20
         assert [r.key.channel_id for r in view.oldest_first()] == [
             f"c{n:02d}" for n in range(40, 60)]
@@ -66,11 +66,11 @@ async def test_a_server_view_keeps_only_its_newest_rows(open_stm: OpenStm, backe
         assert text is not None
         assert [n for n in range(60) if f"talk {n:02d}" in text] == [57, 58, 59]
         # A dropped row is still in the database, and reading it asks there.
-        dropped = await stm.live_record(server_key("c03"))
+        dropped = await stm.engine.live_record(server_key("c03"))
         assert dropped is not None and dropped.summary == "talk 03"
         # After a restart the load keeps the newest rows too.
         stm.cache.clear()
-        reloaded = await stm.server_memories(GUILD)
+        reloaded = await stm.engine.server_memories(GUILD)
         assert [r.key.channel_id for r in reloaded.oldest_first()] == [
             f"c{n:02d}" for n in range(40, 60)]
 
@@ -79,11 +79,11 @@ async def test_known_absent_channels_are_bounded(open_stm: OpenStm, backend_url:
     async with open_stm(backend_url, settings=bounded(10)) as stm:
         for n in range(50):  # a turn in a channel without a row probes it
             await stm.build_context(make_turn(channel_id=f"empty{n}"))
-        view = await stm.server_memories(GUILD)
+        view = await stm.engine.server_memories(GUILD)
         assert len(view.absent) == 10
         assert server_key("empty49") in view.absent and server_key("empty0") not in view.absent
         # A forgotten probe asks again and still finds nothing.
-        assert await stm.live_record(server_key("empty0")) is None
+        assert await stm.engine.live_record(server_key("empty0")) is None
         await write(stm, server_key("empty49"), summary="now it exists")
         assert server_key("empty49") not in view.absent
 
@@ -224,13 +224,13 @@ async def test_concurrent_out_of_order_writes_keep_the_view_ordered(
             for n in range(25):
                 key = server_key(f"w{w}c{n % 15}")
                 at = 1_000_000 + rng.randrange(0, 200) * 1000  # times jump back and forth
-                await stm.capture([CaptureWrite(
+                await stm.engine.capture([CaptureWrite(
                     key=key, now_ms=at, counter_increment=1, messages=(CrudeMessage(
                         role="user", content=f"{w}/{n}", speaker_name="A",
                         timestamp_ms=at),))])
 
         await asyncio.gather(*(writer(w) for w in range(6)))
-        view = await stm.server_memories(GUILD)
+        view = await stm.engine.server_memories(GUILD)
         assert in_order(view) and len(view.records) == 40
         stored = {r.key: r for r in await db_rows(stm)}
         assert all(stored[k] == r for k, r in view.records.items())
@@ -259,7 +259,7 @@ async def test_a_build_reads_past_the_bound_when_the_newest_rows_are_hidden(
             clock.advance(ms=1000)
             await write(stm, server_key(f"t{n}", persona="p2"), summary=f"theirs {n}",
                         lineage="theirs")
-        view = await stm.server_memories(GUILD)
+        view = await stm.engine.server_memories(GUILD)
         assert not any(k.channel_id.startswith("m") for k in view.records)
         text = other_text(await stm.build_context(make_turn(persona_lineage_id="mine")))
         assert text is not None
@@ -320,7 +320,7 @@ WRITER = textwrap.dedent("""
             for n in range(30):
                 at = 5_000_000 + rng.randrange(0, 300) * 1000
                 key = MemoryKey.server("G", f"p{seed}c{n % 12}", None)
-                await stm.capture([CaptureWrite(key=key, now_ms=at, counter_increment=1,
+                await stm.engine.capture([CaptureWrite(key=key, now_ms=at, counter_increment=1,
                     messages=(CrudeMessage(role="user", content=str(n), speaker_name="B",
                                            timestamp_ms=at),))])
 
@@ -350,7 +350,7 @@ async def test_other_processes_out_of_order_writes_reach_an_ordered_view(
         assert len(stored) == 36
 
         async def caught_up() -> bool:
-            view = await stm.server_memories(GUILD)
+            view = await stm.engine.server_memories(GUILD)
             return all(view.records.get(r.key) == r
                        or (r.key not in view.records and view.may_lack(r.updated_at_ms))
                        for r in stored.values())
@@ -359,7 +359,7 @@ async def test_other_processes_out_of_order_writes_reach_an_ordered_view(
         while not await caught_up():
             assert asyncio.get_running_loop().time() < deadline, "notices never arrived"
             await asyncio.sleep(0.01)
-        view = await stm.server_memories(GUILD)
+        view = await stm.engine.server_memories(GUILD)
         assert in_order(view) and len(view.records) <= 30
         ours = await stm.build_context(make_turn())
     async with open_store(pg_url, clock=clock, settings=chosen,

@@ -183,7 +183,7 @@ async def populate(stm: Stm, world: World) -> None:
                            privacy_bypass=server.bypass)
     await set_opt_in(stm, USER, world.opt_in)
     now = stm.clock.now_ms()
-    await stm.write_memory([
+    await stm.engine.write_memory([
         MemoryWrite(key=row.key, now_ms=now, set_summary=True, summary=row.marker,
                     persona_lineage_id=row.lineage, parent_channel_id=row.parent)
         for row in world.rows])

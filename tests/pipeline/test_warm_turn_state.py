@@ -29,7 +29,7 @@ async def test_a_warm_guild_turn_counts_three_hits_and_no_miss(stm: Stm) -> None
     await stm.build_context(turn)  # loads the views
     hits, misses = stm.cache.stats.hits, stm.cache.stats.misses
     before = counts()
-    warm = stm.warm_turn_state(turn.server_id, "alice")
+    warm = stm.engine.warm_turn_state(turn.server_id, "alice")
     assert warm is not None
     profile, user, server = warm
     assert server is stm.cache.servers.peek(turn.server_id or "")
@@ -40,18 +40,18 @@ async def test_a_warm_guild_turn_counts_three_hits_and_no_miss(stm: Stm) -> None
     assert {k: after[k] - before[k] for k in after} == {
         "settings_hits": 1, "settings_misses": 0, "server_hits": 1, "server_misses": 0,
         "user_hits": 1, "user_misses": 0}
-    assert profile is await stm.profile_for(turn.server_id)
+    assert profile is await stm.engine.profile_for(turn.server_id)
 
 
 async def test_a_cold_state_is_not_counted_and_the_loaders_read_it(stm: Stm) -> None:
     stm.cache.clear()
     hits = stm.cache.stats.hits
-    assert stm.warm_turn_state("guild", "alice") is None
-    assert stm.warm_turn_state(None, "alice") is None
+    assert stm.engine.warm_turn_state("guild", "alice") is None
+    assert stm.engine.warm_turn_state(None, "alice") is None
     assert stm.cache.stats.hits == hits
     await stm.build_context(make_turn())
     assert stm.cache.stats.misses >= 3
-    assert stm.warm_turn_state(None, "alice") is not None  # a DM needs the user alone
+    assert stm.engine.warm_turn_state(None, "alice") is not None  # a DM needs the user alone
 
 
 RECORDS = st.builds(

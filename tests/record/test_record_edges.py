@@ -22,7 +22,7 @@ async def test_a_turn_with_more_replies_than_the_limit_keeps_the_last_ones(stm: 
 async def test_each_persona_reports_the_counter_of_its_own_row(stm: Stm) -> None:
     p2 = MemoryKey.server("g1", "c1", "p2")
     for _ in range(3):  # p2 has counted three turns already, p1 none
-        await stm.capture([CaptureWrite(key=p2, messages=(), now_ms=stm.clock.now_ms(),
+        await stm.engine.capture([CaptureWrite(key=p2, messages=(), now_ms=stm.clock.now_ms(),
                                         counter_increment=1)])
     result = await stm.record_turn(
         guild_turn(), [user("hi")],

@@ -78,7 +78,7 @@ async def test_guild_turn_stores_cleaned_lines_in_both_rows(stm: Stm, clock: Man
     assert (live.persona_lineage_id, live.parent_channel_id) == ("L1", "forum")
     assert live.updated_at_ms == clock.now_ms()
     # The cache holds what the database returned.
-    assert (await stm.server_memories("g1")).records[SERVER_KEY].turns_since_refresh == 1
+    assert (await stm.engine.server_memories("g1")).records[SERVER_KEY].turns_since_refresh == 1
 
 
 async def test_dm_turn_writes_and_counts_the_user_row(stm: Stm) -> None:
@@ -107,13 +107,13 @@ async def test_messages_are_replaced_not_appended(stm: Stm) -> None:
 async def test_each_persona_gets_its_own_rows_in_one_capture(
         stm: Stm, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[CaptureWrite]] = []
-    real_capture = stm.capture
+    real_capture = stm.engine.capture
 
     async def spy(writes: list[CaptureWrite]) -> list[MemoryRecord]:
         calls.append(list(writes))
         return await real_capture(writes)
 
-    monkeypatch.setattr(stm, "capture", spy)
+    monkeypatch.setattr(stm.engine, "capture", spy)
     responses = [reply("A says hi", "p1", "Aiko", "L1"), reply("B says hi", "p2", "Ben", "L2"),
                  reply("A again", "p1", "Aiko", "L1")]
     result = await stm.record_turn(guild_turn(), [user("hello all")], responses)
@@ -139,7 +139,7 @@ async def test_a_guild_turn_without_a_user_writes_the_server_row_only(stm: Stm) 
 
 
 async def test_summary_and_categories_survive_a_capture(stm: Stm) -> None:
-    await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=stm.clock.now_ms(),
+    await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=stm.clock.now_ms(),
                                         set_summary=True, summary="kept",
                                         set_categories=True, categories={"goals": "kept"})])
     await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
@@ -148,7 +148,7 @@ async def test_summary_and_categories_survive_a_capture(stm: Stm) -> None:
 
 
 async def test_an_expired_summary_does_not_come_back(stm: Stm, clock: ManualClock) -> None:
-    await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
+    await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
                                         set_summary=True, summary="yesterday")])
     clock.advance(hours=stm.settings.summary_ttl_hours + 1)
     await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
@@ -160,7 +160,7 @@ async def test_categories_older_than_the_configured_ttl_are_dropped(
     """The store's own TTL decides, not the default: 1 hour here instead of 12
     (a row without a summary expires by the lines' TTL)."""
     async with open_stm(backend_url, settings=Settings(ttl_hours=1)) as stm:
-        await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
+        await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
                                             set_categories=True, categories={"goals": "old"})])
         clock.advance(hours=2)
         await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
@@ -172,7 +172,7 @@ async def test_a_summary_older_than_the_configured_summary_ttl_is_dropped(
     """2 hours here instead of 24; the lines' TTL (a year) keeps the row itself alive."""
     async with open_stm(backend_url, settings=Settings(ttl_hours=8760,
                                                        summary_ttl_hours=2)) as stm:
-        await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
+        await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=clock.now_ms(),
                                             set_summary=True, summary="this morning")])
         clock.advance(hours=3)
         await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
@@ -213,7 +213,7 @@ async def test_database_failures_raise_storage_error(
     monkeypatch.setattr(stm.adapter, "capture", broken)
     with pytest.raises(StorageError, match="server closed the connection"):
         await stm.record_turn(guild_turn(), [user("hi")], [reply("yo")])
-    assert SERVER_KEY not in (await stm.server_memories("g1")).records
+    assert SERVER_KEY not in (await stm.engine.server_memories("g1")).records
 
 
 async def test_a_closed_database_raises_storage_error(open_stm: Any, db_url: str) -> None:

@@ -113,7 +113,7 @@ async def main(url: str) -> None:
             elif op == "write":
                 key = MemoryKey.server(cmd["server"], cmd["channel"], None)
                 t0 = time.time()
-                await stm.write_memory([MemoryWrite(key=key, now_ms=stm.clock.now_ms(),
+                await stm.engine.write_memory([MemoryWrite(key=key, now_ms=stm.clock.now_ms(),
                                                     set_summary=True, summary=cmd["text"])])
                 say(event="wrote", t0=t0)
             elif op == "watch":

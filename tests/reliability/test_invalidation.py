@@ -85,7 +85,7 @@ async def _depth(stm: Stm, depth: int) -> bool:
 
 
 async def _opt_in(stm: Stm, user: str) -> bool:
-    return (await stm.user_view(user)).prefs.crossserver_opt_in
+    return (await stm.engine.user_view(user)).prefs.crossserver_opt_in
 
 
 async def _not(check: Awaitable[bool]) -> bool:
@@ -97,11 +97,11 @@ async def test_a_row_deleted_and_written_again_is_not_hidden_by_its_old_rev(pg_u
         key = MemoryKey.server(SERVER, "c2", None)
         now = a.clock.now_ms()
         for n in range(5):  # rev 5 in both caches
-            await a.write_memory([MemoryWrite(key=key, now_ms=now, set_summary=True,
+            await a.engine.write_memory([MemoryWrite(key=key, now_ms=now, set_summary=True,
                                               summary=f"old {n}")])
         await eventually(lambda: shows(b, "old 4"))
         await a.admin.clear_channel("c2")
-        await a.write_memory([MemoryWrite(key=key, now_ms=now, set_summary=True,
+        await a.engine.write_memory([MemoryWrite(key=key, now_ms=now, set_summary=True,
                                           summary="new life")])  # rev 1 again
         await eventually(lambda: shows(b, "new life"))
         assert await cache_problems(b) == []
@@ -113,7 +113,7 @@ async def test_a_notice_too_long_to_send_drops_the_whole_cache(pg_url: str) -> N
         many = [MemoryWrite(key=MemoryKey.server(SERVER, "wide", f"persona-{i:03d}-" + "x" * 60),
                             now_ms=now, set_summary=True, summary="wide")
                 for i in range(150)]
-        await a.write_memory(many)
+        await a.engine.write_memory(many)
         await b.build_context(turn())
         flushes = b.cache.stats.flushes
         await a.admin.clear_channel("wide")  # 150 keys: more than a notice can carry
@@ -128,9 +128,9 @@ async def _flushed(stm: Stm, before: int) -> bool:
 async def test_the_janitor_purge_reaches_the_other_store(pg_url: str) -> None:
     async with two_stores(pg_url) as (a, b):
         key = MemoryKey.server(SERVER, "old", None)
-        await a.write_memory([MemoryWrite(key=key, now_ms=a.clock.now_ms(), set_summary=True,
+        await a.engine.write_memory([MemoryWrite(key=key, now_ms=a.clock.now_ms(), set_summary=True,
                                           summary="ancient")])
-        assert await b.live_record(key) is not None
+        assert await b.engine.live_record(key) is not None
         assert isinstance(a.clock, ManualClock)
         a.clock.advance(days=91)
         assert await a.janitor.run_once() == 1
@@ -145,7 +145,7 @@ async def _gone(stm: Stm, key: MemoryKey) -> bool:
 async def test_a_turn_recorded_in_one_store_counts_in_the_other(pg_url: str) -> None:
     async with two_stores(pg_url) as (a, b):
         t = Turn(user_id="u1", channel_id="c1", server_id=SERVER, persona_id="p")
-        assert await b.live_record(MemoryKey.server(SERVER, "c1", "p")) is None
+        assert await b.engine.live_record(MemoryKey.server(SERVER, "c1", "p")) is None
         for _ in range(3):
             await a.record_turn(t, [HistoryMessage(author_type="user", content="hi")],
                                 [PersonaResponse(persona_id="p", persona_name="P",
@@ -154,7 +154,7 @@ async def test_a_turn_recorded_in_one_store_counts_in_the_other(pg_url: str) -> 
 
 
 async def _counter(stm: Stm, n: int) -> bool:
-    record = await stm.live_record(MemoryKey.server(SERVER, "c1", "p"))
+    record = await stm.engine.live_record(MemoryKey.server(SERVER, "c1", "p"))
     return record is not None and record.turns_since_refresh == n
 
 

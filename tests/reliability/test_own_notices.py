@@ -91,7 +91,8 @@ async def test_own_notices_are_dropped_unparsed_and_other_processes_still_invali
         await here.listener.wait_connected(10)
         assert here.listener.hears_notices is True  # the own self-check still comes back
         own_id = cast(Any, here.adapter).instance_id
-        view = await here.server_memories(SERVER)  # a warm view the others' writes must reach
+        # A warm view the others' writes must reach.
+        view = await here.engine.server_memories(SERVER)
         before = attrs.evolve(here.listener.stats)
 
         async def child_writes(n: int) -> None:

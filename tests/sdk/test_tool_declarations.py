@@ -32,9 +32,8 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[Stm]:
         if request.param == "category":
             records = [CategoryRecord(position=i, label=label, description=text)
                        for i, (label, text) in enumerate(CATEGORIES)]
-            settings, _ = await stm.adapter.replace_categories(
-                "g1", records, now_ms=0, clear_server_memories=False)
-            stm.cache.put_settings(settings)
+            await stm.engine.write_categories("g1", lambda: stm.adapter.replace_categories(
+                "g1", records, now_ms=0, clear_server_memories=False))
         yield stm
 
 
@@ -77,7 +76,7 @@ async def test_strict_matches_the_sdks_pydantic_helper(store: Stm) -> None:
     schema = await declaration(store, "openai-strict")
     params = schema["function"]["parameters"]
     # Category fields may be left out (one is enough); the summary is always needed.
-    optional = (await store.profile_for("g1")).mode == "category"
+    optional = (await store.engine.profile_for("g1")).mode == "category"
     fields = {name: (str | None if optional else str,
                      pydantic.Field(description=p["description"]))
               for name, p in params["properties"].items()}

@@ -52,7 +52,7 @@ async def write(url: str, tag: str, turns: int) -> None:
     async with open_store(url, settings=Settings(), load_entrypoints=False) as stm:
         say("ready")
         for n in range(turns):
-            await stm.capture([CaptureWrite(key=live_key(tag, n), messages=(),
+            await stm.engine.capture([CaptureWrite(key=live_key(tag, n), messages=(),
                                             now_ms=stm.clock.now_ms(), counter_increment=1)])
         say(f"done {turns}")
 

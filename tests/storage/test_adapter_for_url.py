@@ -55,7 +55,7 @@ async def test_a_wrapper_around_the_sqlite_adapter_works_through_open_store(
         assert (await stm.apply_tool_call(turn, {"summary": "kept"})).ok
         assert isinstance(stm.adapter, CountingAdapter) and stm.adapter.memory_writes >= 1
     async with open_stm(f"{scheme}:///{tmp_path / 'wrapped.db'}") as plain:
-        view = await plain.server_memories("3")
+        view = await plain.engine.server_memories("3")
         assert [r.summary for r in view.records.values()] == ["kept"]
 
 

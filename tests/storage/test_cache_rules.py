@@ -42,23 +42,42 @@ def test_an_entry_exactly_at_the_maximum_age_is_still_served() -> None:
 def test_a_write_committed_while_its_scope_loads_is_kept_by_the_load() -> None:
     cache = MemoryCache(max_servers=4, max_users=4)
     key = MemoryKey.server("g", "c", None)
+    since = cache.mark()
     cache.begin_load("server", "g")
-    cache.apply([record(key, 2, "written during the load")])
-    loaded = MemoryView()
-    loaded.apply(record(key, 1, "what the load read"))
+    cache.apply([record(key, 2, "written during the load")], since)
+    loaded = cache.new_view([record(key, 1, "what the load read")])
+    epoch = cache.epoch
     cache.end_load("server", "g", loaded)
     assert loaded.records[key].summary == "written during the load"
+    assert cache.epoch == epoch  # installed
 
 
 def test_a_delete_committed_while_its_scope_loads_is_kept_by_the_load() -> None:
+    """The load did not read the row: it is noted absent."""
     cache = MemoryCache(max_servers=4, max_users=4)
     key = MemoryKey.server("g", "c", None)
+    since = cache.mark()
     cache.begin_load("server", "g")
-    cache.forget([key])
-    loaded = MemoryView()
-    loaded.apply(record(key, 1, "read before the delete"))
+    cache.forget([key], since)
+    loaded = cache.new_view([])
+    epoch = cache.epoch
     cache.end_load("server", "g", loaded)
     assert key not in loaded.records and key in loaded.absent
+    assert cache.epoch == epoch
+
+
+def test_a_load_that_read_a_row_deleted_meanwhile_is_not_installed() -> None:
+    """Whether the load read the row before the delete or a newer one after
+    it cannot be told: the epoch moves, so the loaded view is not kept."""
+    cache = MemoryCache(max_servers=4, max_users=4)
+    key = MemoryKey.server("g", "c", None)
+    since = cache.mark()
+    cache.begin_load("server", "g")
+    cache.forget([key], since)
+    loaded = cache.new_view([record(key, 1, "read before or after the delete")])
+    epoch = cache.epoch
+    cache.end_load("server", "g", loaded)
+    assert cache.epoch != epoch
 
 
 def test_an_older_revision_never_replaces_a_newer_one() -> None:
@@ -120,7 +139,7 @@ def cached_with_rows(cache: MemoryCache, *rows: MemoryRecord) -> None:
         elif cache.users.peek(key.user_id) is None:
             cache.users.put(key.user_id, UserView(UserPrefs(user_id=key.user_id),
                                                    cache.new_view([])))
-    cache.apply(rows)
+    cache.apply(rows, cache.mark())
 
 
 def test_a_purge_forgets_old_rows_of_every_cached_view_and_keeps_the_cutoff_row() -> None:
@@ -132,7 +151,7 @@ def test_a_purge_forgets_old_rows_of_every_cached_view_and_keeps_the_cutoff_row(
     at_cutoff = [record(MemoryKey.server(g, "d", None), 10, "at cutoff") for g in ("g1", "g2")]
     at_cutoff.append(record(MemoryKey.user("u", "d", None, None), 10, "at cutoff"))
     cached_with_rows(cache, *old, *at_cutoff)
-    cache.forget_older_than(10)
+    cache.forget_older_than(10, cache.mark())
     assert [cache.cached_record(r.key) for r in old] == [None, None, None]
     assert [cache.cached_record(r.key) for r in at_cutoff] == at_cutoff
 
@@ -164,7 +183,7 @@ def test_a_scope_is_held_while_cached_or_loading_and_not_otherwise() -> None:
 
 def test_size_counts_settings_servers_and_users() -> None:
     cache = MemoryCache(max_servers=4, max_users=4)
-    cache.put_settings(ServerSettings(server_id="g"))
+    cache.put_settings(ServerSettings(server_id="g"), cache.mark())
     cached_with_rows(cache, record(MemoryKey.server("g", "c", None), 1, "x"),
                      record(MemoryKey.user("u1", "c", None, None), 1, "x"),
                      record(MemoryKey.user("u2", "c", None, None), 1, "x"))
@@ -173,7 +192,7 @@ def test_size_counts_settings_servers_and_users() -> None:
 
 def test_each_drop_removes_its_view_moves_the_epoch_and_counts_one_invalidation() -> None:
     cache = MemoryCache(max_servers=4, max_users=4)
-    cache.put_settings(ServerSettings(server_id="g"))
+    cache.put_settings(ServerSettings(server_id="g"), cache.mark())
     cached_with_rows(cache, record(MemoryKey.user("u", "c", None, None), 1, "x"))
     epochs = [cache.epoch]
     cache.drop_user("u")

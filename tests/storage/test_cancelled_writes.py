@@ -21,14 +21,14 @@ async def test_cancelled_capture_still_reaches_the_cache(open_stm: OpenStm,
                                                          backend_url: str) -> None:
     async with open_stm(backend_url) as stm:
         key = MemoryKey.server("g1", "c1", "p1")
-        view = await stm.server_memories("g1")  # a warm view the write must reach
+        view = await stm.engine.server_memories("g1")  # a warm view the write must reach
         message = CrudeMessage(role="user", content="hi", speaker_name="Ann",
                                timestamp_ms=stm.clock.now_ms())
         write = CaptureWrite(key=key, messages=(message,), now_ms=stm.clock.now_ms(),
                              counter_increment=1)
-        await stm.capture([write])  # the row exists with counter 1
+        await stm.engine.capture([write])  # the row exists with counter 1
 
-        caller = asyncio.create_task(stm.capture([write]))
+        caller = asyncio.create_task(stm.engine.capture([write]))
         await asyncio.sleep(0)  # the write is queued or running
         caller.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -54,12 +54,12 @@ async def test_sqlite_caller_cancelled_while_its_write_is_held_in_the_writer(
         adapter = stm.adapter
         assert isinstance(adapter, SqliteAdapter)
         key = MemoryKey.server("g1", "c1", "p1")
-        view = await stm.server_memories("g1")
+        view = await stm.engine.server_memories("g1")
         message = CrudeMessage(role="user", content="hi", speaker_name="Ann",
                                timestamp_ms=stm.clock.now_ms())
         write = CaptureWrite(key=key, messages=(message,), now_ms=stm.clock.now_ms(),
                              counter_increment=1)
-        await stm.capture([write])
+        await stm.engine.capture([write])
 
         busy, release = threading.Event(), threading.Event()
 
@@ -69,7 +69,7 @@ async def test_sqlite_caller_cancelled_while_its_write_is_held_in_the_writer(
 
         holding = asyncio.create_task(adapter.writer.run(hold, None))
         await asyncio.to_thread(busy.wait, 10)  # the writer thread is inside ``hold``
-        caller = asyncio.create_task(stm.capture([write]))
+        caller = asyncio.create_task(stm.engine.capture([write]))
         while adapter.writer.queued() == 0:  # the capture is queued behind it
             await asyncio.sleep(0.001)
         caller.cancel()
@@ -121,7 +121,7 @@ async def test_sqlite_write_that_fails_after_its_caller_was_cancelled_drops_the_
     async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
         adapter = stm.adapter
         assert isinstance(adapter, SqliteAdapter)
-        await stm.server_memories("g1")
+        await stm.engine.server_memories("g1")
         # SQLite cannot bind an object: the write fails in the writer thread.
         bad = CaptureWrite(key=MemoryKey.server("g1", "c1", "p1"), messages=(),
                            now_ms=stm.clock.now_ms(),
@@ -134,7 +134,7 @@ async def test_sqlite_write_that_fails_after_its_caller_was_cancelled_drops_the_
 
         holding = asyncio.create_task(adapter.writer.run(hold, None))
         await asyncio.to_thread(busy.wait, 10)
-        caller = asyncio.create_task(stm.capture([bad]))
+        caller = asyncio.create_task(stm.engine.capture([bad]))
         while adapter.writer.queued() == 0:
             await asyncio.sleep(0.001)
         caller.cancel()

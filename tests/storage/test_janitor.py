@@ -25,10 +25,10 @@ SETTINGS = Settings(janitor_batch_size=10, janitor_pause_ms=0)
 async def age_rows(stm: Stm, clock: ManualClock, old: int, fresh: int) -> None:
     """``old`` channels written now, then ``fresh`` ones after the retention period."""
     for i in range(old):
-        await stm.capture(turn(f"old{i}", now=clock.now_ms()))
+        await stm.engine.capture(turn(f"old{i}", now=clock.now_ms()))
     clock.advance(days=RETENTION_DAYS, seconds=1)
     for i in range(fresh):
-        await stm.capture(turn(f"new{i}", now=clock.now_ms()))
+        await stm.engine.capture(turn(f"new{i}", now=clock.now_ms()))
 
 
 async def test_a_backlog_is_purged_in_batches(open_stm: OpenStm, db_url: str,
@@ -46,7 +46,7 @@ async def test_a_backlog_is_purged_in_batches(open_stm: OpenStm, db_url: str,
 async def test_rows_touched_inside_the_retention_survive(open_stm: OpenStm, sqlite_url: str,
                                                          clock: ManualClock) -> None:
     async with open_stm(sqlite_url, settings=SETTINGS) as stm:
-        await stm.capture(turn("c1", now=clock.now_ms()))
+        await stm.engine.capture(turn("c1", now=clock.now_ms()))
         clock.advance(days=RETENTION_DAYS)  # exactly at the cutoff: not older than it
         assert await stm.janitor.run_once() == 0
         assert await stm.adapter.count_memories() == 2
@@ -55,8 +55,8 @@ async def test_rows_touched_inside_the_retention_survive(open_stm: OpenStm, sqli
 async def test_purged_rows_leave_the_cache(open_stm: OpenStm, sqlite_url: str,
                                            clock: ManualClock) -> None:
     async with open_stm(sqlite_url, settings=SETTINGS) as stm:
-        server_view = await stm.server_memories("g1")
-        user_view = await stm.user_view("u1")
+        server_view = await stm.engine.server_memories("g1")
+        user_view = await stm.engine.user_view("u1")
         await age_rows(stm, clock, old=3, fresh=1)
         old_keys = [MemoryKey.server("g1", f"old{i}", None) for i in range(3)]
         old_user_keys = [MemoryKey.user("u1", f"old{i}", None, "g1") for i in range(3)]
@@ -68,7 +68,7 @@ async def test_purged_rows_leave_the_cache(open_stm: OpenStm, sqlite_url: str,
         assert stm.cache.servers.peek("g1") is server_view
         for key in old_keys:
             assert key not in server_view.records and key in server_view.absent
-            assert await stm.live_record(key) is None
+            assert await stm.engine.live_record(key) is None
         for key in old_user_keys:
             assert key not in user_view.memories.records
         assert MemoryKey.server("g1", "new0", None) in server_view.records
@@ -145,7 +145,7 @@ async def test_a_failed_run_is_logged_and_the_interval_goes_on(
     stm = Stm(FlakyAdapter(), pm=create_plugin_manager(load_entrypoints=False),
               settings=SETTINGS, clock=clock)
     await stm.setup()
-    await stm.capture([CaptureWrite(key=MemoryKey.server("g1", "c1", None), messages=(),
+    await stm.engine.capture([CaptureWrite(key=MemoryKey.server("g1", "c1", None), messages=(),
                                     now_ms=clock.now_ms())])
     clock.advance(days=RETENTION_DAYS + 1)
     with caplog.at_level(logging.ERROR, logger="stm.janitor"):

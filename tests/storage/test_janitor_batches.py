@@ -93,7 +93,7 @@ async def test_batches_settle_within_their_budget_and_long_ones_pause_longer(
     monkeypatch.setattr(janitor_module, "asyncio", simulated)
     async with open_stm(sqlite_url, settings=settings) as stm:
         for first in range(0, 400, 100):
-            await stm.capture([CaptureWrite(key=MemoryKey.server("g1", f"c{n}", None),
+            await stm.engine.capture([CaptureWrite(key=MemoryKey.server("g1", f"c{n}", None),
                                             messages=(), now_ms=clock.now_ms())
                                for n in range(first, first + 100)])
         clock.advance(ms=settings.retention_ms + 1)
@@ -116,7 +116,7 @@ async def test_time_spent_queued_behind_other_writes_does_not_shrink_batches(
     monkeypatch.setattr(janitor_module, "time", simulated)
     monkeypatch.setattr(janitor_module, "asyncio", simulated)
     async with open_stm(sqlite_url, settings=settings) as stm:
-        await stm.capture([CaptureWrite(key=MemoryKey.server("g1", f"c{n}", None),
+        await stm.engine.capture([CaptureWrite(key=MemoryKey.server("g1", f"c{n}", None),
                                         messages=(), now_ms=clock.now_ms())
                            for n in range(200)])
         clock.advance(ms=settings.retention_ms + 1)

@@ -256,9 +256,9 @@ async def test_a_stopped_run_says_so_and_the_cache_stays_true(
         caplog: pytest.LogCaptureFixture) -> None:
     settings = Settings(janitor_batch_size=10, janitor_pause_ms=50)
     async with open_stm(db_url, settings=settings) as stm:
-        await stm.server_memories(OLD_SERVER)  # cached: it takes the rows written next
+        await stm.engine.server_memories(OLD_SERVER)  # cached: it takes the rows written next
         for first in range(0, 200, 50):
-            await stm.capture([CaptureWrite(key=backlog_key(n), messages=(),
+            await stm.engine.capture([CaptureWrite(key=backlog_key(n), messages=(),
                                             now_ms=clock.now_ms() + n)
                                for n in range(first, first + 50)])
         clock.advance(ms=settings.retention_ms + 100)
@@ -278,7 +278,7 @@ async def test_a_stopped_run_says_so_and_the_cache_stays_true(
                          rf"{settings.janitor_retention_days:g} days ago\) are left", stopped)
         assert await cache_problems(stm) == []
         assert 0 < await old_left(stm.adapter, cutoff) < 100
-        await stm.server_memories(OLD_SERVER)
+        await stm.engine.server_memories(OLD_SERVER)
         await stm.janitor.run_once()
         assert await old_left(stm.adapter, cutoff) == 0
         assert await cache_problems(stm) == []

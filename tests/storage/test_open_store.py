@@ -18,8 +18,8 @@ async def round_trip(open_stm: OpenStm, url: str, clock: ManualClock, *,
                      persistent: bool = True) -> None:
     async with open_stm(url) as stm:
         assert stm.schema_status is not None and stm.schema_status.created
-        written = await stm.capture(turn("c1", now=clock.now_ms()))
-        await stm.write_memory([MemoryWrite(key=written[0].key, now_ms=clock.now_ms(),
+        written = await stm.engine.capture(turn("c1", now=clock.now_ms()))
+        await stm.engine.write_memory([MemoryWrite(key=written[0].key, now_ms=clock.now_ms(),
                                             set_summary=True, summary="remembered")])
         await stm.adapter.update_server_settings("g1", {"refresh_cadence": 3},
                                                  now_ms=clock.now_ms())
@@ -31,11 +31,11 @@ async def round_trip(open_stm: OpenStm, url: str, clock: ManualClock, *,
         latest = MIGRATIONS[-1].version
         assert (status.created, status.from_version, status.to_version) == (
             False, latest, latest)
-        view = await stm.server_memories("g1")
+        view = await stm.engine.server_memories("g1")
         record = view.records[MemoryKey.server("g1", "c1", None)]
         assert record.summary == "remembered"
         assert record.turns_since_refresh == 1
-        assert (await stm.server_settings("g1")).refresh_cadence == 3
+        assert (await stm.engine.server_settings("g1")).refresh_cadence == 3
 
 
 @pytest.mark.parametrize("scheme", ["sqlite+aiosqlite", "sqlite"])

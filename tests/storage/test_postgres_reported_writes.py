@@ -169,11 +169,11 @@ async def test_a_store_caller_cancelled_mid_write_still_gets_the_row_cached(
         pg_url: str, open_stm: OpenStm) -> None:
     settings = Settings(db_timeout_seconds=10.0)
     async with open_stm(pg_url, settings=settings) as stm, postgres(pg_url) as (_a, admin):
-        await stm.capture(turn("c1"))
-        view = await stm.server_memories("g1")
+        await stm.engine.capture(turn("c1"))
+        view = await stm.engine.server_memories("g1")
         async with admin.transaction():
             await admin.execute("SELECT 1 FROM stm_memories FOR UPDATE")
-            caller = asyncio.create_task(stm.capture(turn("c1")))
+            caller = asyncio.create_task(stm.engine.capture(turn("c1")))
             await waiting_for_a_lock(admin, stm.adapter)
             caller.cancel()
             with pytest.raises(asyncio.CancelledError):

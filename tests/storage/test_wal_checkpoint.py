@@ -22,7 +22,7 @@ async def test_wal_is_checkpointed_beside_the_writer(open_stm: OpenStm, tmp_path
             messages = tuple(CrudeMessage(role="user", content=f"{turn}-{i}-{body}",
                                           speaker_name="Ann", timestamp_ms=now)
                              for i in range(10))
-            await stm.capture([CaptureWrite(key=MemoryKey.server("g", f"c{turn % 50}", "p"),
+            await stm.engine.capture([CaptureWrite(key=MemoryKey.server("g", f"c{turn % 50}", "p"),
                                             messages=messages, now_ms=now)])
             written += 10 * len(body)
         wal = os.stat(path + "-wal").st_size
@@ -60,7 +60,7 @@ async def test_wal_stays_bounded_when_the_writer_is_never_idle(open_stm: OpenStm
                 messages = tuple(CrudeMessage(role="model", content=f"{n}-{turn}-{i}-{body}",
                                               speaker_name=None, timestamp_ms=now)
                                  for i in range(10))
-                await stm.capture([CaptureWrite(key=MemoryKey.server("g", f"c{n}", "p"),
+                await stm.engine.capture([CaptureWrite(key=MemoryKey.server("g", f"c{n}", "p"),
                                                 messages=messages, now_ms=now,
                                                 counter_increment=1)])
 

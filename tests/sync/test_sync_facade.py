@@ -87,8 +87,8 @@ def test_errors_are_the_async_apis(backend_url: str) -> None:
         hostile = stm.apply_tool_call(turn(), '{"summary": ')  # broken JSON from a model
         assert not hostile.ok and hostile.code is not None
         assert not stm.apply_tool_call(turn(), {"summary": 42}).ok  # type: ignore[dict-item]
-        with pytest.raises(AttributeError, match="_stm"):
-            stm.admin._stm  # noqa: B018 - a private attribute is no admin call
+        with pytest.raises(AttributeError, match="_engine"):
+            stm.admin._engine  # noqa: B018 - a private attribute is no admin call
     with pytest.raises(StoreClosed):
         stm.build_context(turn())
 

@@ -20,13 +20,15 @@ def configure(stm: Stm) -> Configure:
     async def apply(server_id: str, *, categories: Sequence[tuple[str, str]] = (),
                     **changes: Any) -> ServerSettings:
         now = stm.clock.now_ms()
-        settings = await stm.adapter.update_server_settings(server_id, changes, now_ms=now)
+        engine = stm.engine
+        settings = await engine.write_settings(
+            server_id, lambda: stm.adapter.update_server_settings(server_id, changes, now_ms=now))
         if categories:
             records = [CategoryRecord(position=i, label=label, description=description)
                        for i, (label, description) in enumerate(categories)]
-            settings, _ = await stm.adapter.replace_categories(
-                server_id, records, now_ms=now, clear_server_memories=False)
-        stm.cache.put_settings(settings)
+            settings, _ = await engine.write_categories(
+                server_id, lambda: stm.adapter.replace_categories(
+                    server_id, records, now_ms=now, clear_server_memories=False))
         return settings
 
     return apply

@@ -37,7 +37,7 @@ def dm_turn(**kwargs: object) -> Turn:
 async def count_turns(stm: Stm, key: MemoryKey, n: int) -> None:
     """Bump a row's counter ``n`` times the way record_turn does."""
     for _ in range(n):
-        await stm.capture([CaptureWrite(key=key, messages=(), now_ms=stm.clock.now_ms(),
+        await stm.engine.capture([CaptureWrite(key=key, messages=(), now_ms=stm.clock.now_ms(),
                                         counter_increment=1)])
 
 
@@ -52,7 +52,7 @@ async def row(stm: Stm, key: MemoryKey) -> MemoryRecord:
 async def test_guild_summary_goes_to_the_server_row_and_the_users_copy(stm: Stm) -> None:
     await count_turns(stm, SERVER_KEY, 5)
     await count_turns(stm, USER_KEY, 2)
-    await stm.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=stm.clock.now_ms(),
+    await stm.engine.write_memory([MemoryWrite(key=SERVER_KEY, now_ms=stm.clock.now_ms(),
                                         set_categories=True, categories={"old": "kept"})])
 
     result = await stm.apply_tool_call(guild_turn(), {"summary": "  The party met Bob.  "})
@@ -67,7 +67,7 @@ async def test_guild_summary_goes_to_the_server_row_and_the_users_copy(stm: Stm)
     assert live.categories == {"old": "kept"}  # categories untouched
     assert (live.persona_lineage_id, live.parent_channel_id) == ("L1", "forum")
     # The cache saw the committed rows.
-    view = await stm.server_memories("g1")
+    view = await stm.engine.server_memories("g1")
     assert view.records[SERVER_KEY].summary == "The party met Bob."
 
 
@@ -122,7 +122,7 @@ async def test_raw_json_arguments_are_accepted(stm: Stm) -> None:
 
 async def test_categories_replace_the_whole_dict(stm: Stm, configure: Configure) -> None:
     await configure("g1", categories=CATEGORIES)
-    await stm.write_memory([MemoryWrite(
+    await stm.engine.write_memory([MemoryWrite(
         key=SERVER_KEY, now_ms=stm.clock.now_ms(), set_summary=True, summary="old summary",
         set_categories=True, categories={"goals": "old", "party_status": "old"})])
     await count_turns(stm, SERVER_KEY, 4)
@@ -234,7 +234,7 @@ async def test_a_storage_failure_is_a_result_not_a_crash(
     assert (result.ok, result.code) == (False, "error")
     assert result.message == "Error updating short-term memory: database is locked"
     assert "failed" in caplog.text
-    assert SERVER_KEY not in (await stm.server_memories("g1")).records
+    assert SERVER_KEY not in (await stm.engine.server_memories("g1")).records
     # Not counted as used: the model may retry once storage is back.
     monkeypatch.undo()
     assert (await stm.apply_tool_call(turn, {"summary": "x"})).ok
@@ -242,7 +242,7 @@ async def test_a_storage_failure_is_a_result_not_a_crash(
 
 async def test_a_closed_database_is_a_result_not_a_crash(open_stm: Any, db_url: str) -> None:
     async with open_stm(db_url) as stm:
-        await stm.profile_for("g1")  # settings cached: the failure is the write itself
+        await stm.engine.profile_for("g1")  # settings cached: the failure is the write itself
         await stm.adapter.aclose()
         result = await stm.apply_tool_call(guild_turn(), {"summary": "x"})
     assert (result.ok, result.code) == (False, "error")

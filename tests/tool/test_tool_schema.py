@@ -138,7 +138,7 @@ async def test_schema_follows_a_settings_change(stm: Stm, configure: Configure) 
 async def test_build_tool_schema_is_a_pure_function_of_profile_and_prompts(
         stm: Stm, configure: Configure) -> None:
     await configure("g1", categories=CATEGORIES)
-    profile = await stm.profile_for("g1")
+    profile = await stm.engine.profile_for("g1")
     prompts = stm.profiles.prompts("g1", profile, "openai")
     schema = build_tool_schema(profile, prompts)
     assert schema.name == TOOL_NAME

@@ -94,7 +94,7 @@ async def test_a_call_cancelled_mid_write_frees_its_turn(
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    monkeypatch.setattr(stm, "write_memory", stuck)
+    monkeypatch.setattr(stm.engine, "write_memory", stuck)
     turn = guild_turn()
     call = asyncio.ensure_future(stm.apply_tool_call(turn, {"summary": "x"}))
     await started.wait()
@@ -143,7 +143,7 @@ async def test_a_dm_summary_resets_the_users_counter(stm: Stm) -> None:
     from stm_core.storage.records import CaptureWrite
 
     key = MemoryKey.user("u1", "d1", "p1", None)
-    await stm.capture([CaptureWrite(key=key, messages=(), now_ms=stm.clock.now_ms(),
+    await stm.engine.capture([CaptureWrite(key=key, messages=(), now_ms=stm.clock.now_ms(),
                                     counter_increment=3)])
     turn: Turn = dm_turn()
     assert (await stm.apply_tool_call(turn, {"summary": "dm"})).ok
