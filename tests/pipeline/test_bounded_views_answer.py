@@ -112,8 +112,7 @@ async def builds(rows_per_view: int, cap: int, private: frozenset[str], bypass: 
                 await put(stm, arg)
                 clock.set(at)
             elif op == "delete":
-                keys = await stm.adapter.delete_memories(MemoryFilter(channel_id=arg))
-                stm.cache.forget(keys)
+                await stm.engine.delete_memories(MemoryFilter(channel_id=arg))
             else:
                 clock.advance(ms=arg)
             out += [await build(stm, t) for t in turns]
