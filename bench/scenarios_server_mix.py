@@ -162,7 +162,7 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
                                   for s in servers},
                                  rounds=cfg.rounds, turns=per_round, warmup=cfg.warmup)
         for server in servers:
-            view = await stm.server_memories(server)
+            view = await stm.engine.server_memories(server)
             details[names[server]] = {"rows": counts[server], "rows_in_view": len(view.records),
                                       "rows_held_with_scopes": view.rows_held()}
     base = stats["server_mix_build_base"]

@@ -123,9 +123,9 @@ async def test_a_warm_build_reads_nothing_and_walks_what_it_shows(
         if server:
             await set_settings(stm, **server)
         if memories:
-            await stm.write_memory(memories)
+            await stm.engine.write_memory(memories)
         if captures:
-            await stm.capture(captures)
+            await stm.engine.capture(captures)
         for _ in range(2):  # the first builds load the views and may read once more
             first = other_text(await stm.build_context(turn))
         reads = count_reads(stm)
@@ -136,7 +136,7 @@ async def test_a_warm_build_reads_nothing_and_walks_what_it_shows(
         assert reads == dict.fromkeys(READS, 0)
         # The walk passes the rows it shows and its own channel's.
         assert 0 < walked["rows"] <= builds * (CAP + SLACK)
-        view = await stm.server_memories(GUILD)
+        view = await stm.engine.server_memories(GUILD)
         assert len(view.records) <= VIEW
     monkeypatch.undo()
     async with open_stm(db_url, settings=Settings(max_other_channels=CAP)) as unbounded:
@@ -153,16 +153,16 @@ async def test_a_view_and_its_scopes_stay_bounded(open_stm: OpenStm, db_url: str
     async with open_stm(db_url, settings=Settings(cache_max_rows_per_view=VIEW,
                                                   max_other_channels=CAP)) as stm:
         lineages = [f"L{n}" for n in range(3 * MAX_SCOPES_PER_VIEW)]
-        await stm.write_memory([summary(f"c{n}", clock.now_ms() - n, lineage=lineages[n % 6])
+        await stm.engine.write_memory([summary(f"c{n}", clock.now_ms() - n, lineage=lineages[n % 6])
                                 for n in range(ROWS)])
         for round_ in range(3):
             await set_settings(stm, private_channel_ids=frozenset({f"c{round_}"}))
             for n, lineage in enumerate(lineages):
                 clock.advance(ms=1)
                 await stm.build_context(make_turn(persona_lineage_id=lineage))
-                await stm.write_memory([summary(f"new{round_}-{n}", clock.now_ms(),
+                await stm.engine.write_memory([summary(f"new{round_}-{n}", clock.now_ms(),
                                                 lineage=lineage)])
-        view = await stm.server_memories(GUILD)
+        view = await stm.engine.server_memories(GUILD)
         assert len(view.records) == VIEW
         assert VIEW < view.rows_held() <= (1 + MAX_SCOPES_PER_VIEW) * VIEW
 
@@ -175,9 +175,9 @@ async def test_a_janitor_purge_reaches_the_rows_kept_for_a_scope(
                    janitor_retention_days=0.5)
     now = clock.now_ms()
     async with open_stm(db_url, settings=env) as stm:
-        await stm.write_memory([summary(f"old{n}", now - 20 * HOUR + n, lineage="mine")
+        await stm.engine.write_memory([summary(f"old{n}", now - 20 * HOUR + n, lineage="mine")
                                 for n in range(3)])
-        await stm.write_memory([summary(f"new{n}", now - n, lineage="theirs")
+        await stm.engine.write_memory([summary(f"new{n}", now - n, lineage="theirs")
                                 for n in range(8)])
         turn = make_turn(persona_lineage_id="mine")
         before = other_text(await stm.build_context(turn))
@@ -194,11 +194,11 @@ async def test_writes_and_deletes_during_a_scopes_read_are_kept(
     env = Settings(cache_max_rows_per_view=4, max_other_channels=2)
     now = clock.now_ms()
     async with open_stm(db_url, settings=env) as stm:
-        await stm.write_memory([summary(f"old{n}", now - HOUR + n, lineage="mine")
+        await stm.engine.write_memory([summary(f"old{n}", now - HOUR + n, lineage="mine")
                                 for n in range(10)])
-        await stm.write_memory([summary(f"new{n}", now - n, lineage="theirs")
+        await stm.engine.write_memory([summary(f"new{n}", now - n, lineage="theirs")
                                 for n in range(10)])
-        await stm.server_memories(GUILD)  # the view (its newest rows: theirs)
+        await stm.engine.server_memories(GUILD)  # the view (its newest rows: theirs)
         adapter, read = stm.adapter, stm.adapter.load_server_memories
         snapshot_taken, go_on = asyncio.Event(), asyncio.Event()
 
@@ -213,7 +213,7 @@ async def test_writes_and_deletes_during_a_scopes_read_are_kept(
         await snapshot_taken.wait()
         clock.advance(ms=1)
         await stm.engine.delete_memories(MemoryFilter(channel_id="old9"))
-        await stm.write_memory([summary("fresh", clock.now_ms(), lineage="mine")])
+        await stm.engine.write_memory([summary("fresh", clock.now_ms(), lineage="mine")])
         go_on.set()
         during = other_text(await build)
         adapter.load_server_memories = read  # type: ignore[method-assign]
