@@ -183,7 +183,7 @@ class SqliteWorker:
         try:
             # In this order: a job the thread finished is delivered before it
             # stops being pending, so an idle loop has also run its report.
-            if self._pending or not loop_is_idle(loop):
+            if self._pending or self._checkpoint_forced or not loop_is_idle(loop):
                 return False, None
             conn = self._conn
             if conn is None:  # the thread has ended; run() raises for that
@@ -282,8 +282,10 @@ class SqliteWorker:
     def request_idle_checkpoint(self, *, even_if_busy: bool = False) -> None:
         """Ask the thread for a ``PASSIVE`` checkpoint the next time its queue is
         empty (another connection did the bulk of it; this one finishes the
-        tail, so SQLite can restart the WAL from the beginning). A writer that
-        is never idle gets it between two batches when ``even_if_busy``."""
+        tail, so SQLite can restart the WAL from the beginning). With
+        ``even_if_busy`` it runs before the next batch, no job runs inline
+        until it has, and it waits for another connection's checkpoint still
+        running (see :meth:`_checkpoint_waiting`)."""
         self._checkpoint_forced = self._checkpoint_forced or even_if_busy
         self._checkpoint_due.set()
         if self._inline:  # writes may not reach the thread: wake it for this
@@ -293,12 +295,29 @@ class SqliteWorker:
         if not self._checkpoint_due.is_set() or (
                 not self._checkpoint_forced and not self._queue.empty()):
             return
-        self._checkpoint_forced = False
+        forced, self._checkpoint_forced = self._checkpoint_forced, False
         self._checkpoint_due.clear()
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            if forced:
+                self._checkpoint_waiting(conn)
+            else:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         except sqlite3.Error:
             log.warning("idle WAL checkpoint of %s failed", self.label, exc_info=True)
+
+    def _checkpoint_waiting(self, conn: sqlite3.Connection) -> None:
+        """A ``PASSIVE`` checkpoint, tried again while another connection's runs
+        (SQLite then answers busy at once): the caller holds the connection,
+        so no frame is added meanwhile and the other one soon ends."""
+        deadline = time.monotonic() + self._lock_wait_s
+        pause = _LOCK_PAUSE_S[0]
+        while conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0]:
+            if time.monotonic() >= deadline:
+                log.warning("WAL checkpoint of %s: another checkpoint ran for over %.0f s",
+                            self.label, self._lock_wait_s)
+                return
+            time.sleep(pause)
+            pause = min(_LOCK_PAUSE_S[1], pause * 2)
 
     def _serve(self, conn: sqlite3.Connection) -> None:
         get, get_nowait = self._queue.get, self._queue.get_nowait
