@@ -17,14 +17,18 @@ out (one wake-up per batch, not per job).
 
 A writer opened with ``inline=True`` may run a small job (``run(...,
 inline=True)``: a turn's capture, a tool write) on the caller's own thread
-instead, when nothing else waits: no job of the thread's is queued or
-running, the caller's event loop has no other callback ready (so blocking it
-for the write delays nobody), and no other process holds the write lock (the
-connection's own ``busy_timeout`` is 0, so ``BEGIN IMMEDIATE`` answers at once;
-the thread waits out other processes' locks itself, see ``_begin``). The two
-hops of a write cost more than the write (measured: 150 against 90 us for a
-guild turn's upserts and commit); under concurrent callers every job still
-goes to the thread, which commits them together.
+instead, when no other write waits: no job of the thread's is queued or
+running, no checkpoint must finish first, and no other process holds the
+write lock (the connection's own ``busy_timeout`` is 0, so ``BEGIN
+IMMEDIATE`` answers at once; the thread waits out other processes' locks
+itself, see ``_begin``). Two thread hops cost more than the small write
+itself. The event loop's other callbacks wait for an inline job, so it holds
+them for one small transaction at most: while callbacks are ready (a bot's
+loop always has a heartbeat, timers and other tasks waking), one inline job
+runs per pass of the loop, and the next job before the loop has run them
+goes to the thread. A burst of concurrent callers thus sends all but its
+first to the thread, which commits them together, and a caller writing
+without ever suspending lets the loop run every other write.
 
 A job may carry a ``report`` callback: it is called on the caller's event loop
 with the job's outcome as soon as that outcome is known, before the caller
@@ -103,6 +107,7 @@ class SqliteWorker:
         self._conn: sqlite3.Connection | None = None
         # Held by whoever uses the connection: the thread, or an inline job.
         self._conn_lock = threading.Lock()
+        self._hold = LoopHold()
         # Jobs queued and not yet delivered; an inline job waits for them.
         self._pending = 0
         self._pending_lock = threading.Lock()
@@ -183,7 +188,7 @@ class SqliteWorker:
         try:
             # In this order: a job the thread finished is delivered before it
             # stops being pending, so an idle loop has also run its report.
-            if self._pending or self._checkpoint_forced or not loop_is_idle(loop):
+            if self._pending or self._checkpoint_forced or not self._hold.may_hold(loop):
                 return False, None
             conn = self._conn
             if conn is None:  # the thread has ended; run() raises for that
@@ -585,6 +590,31 @@ def _storage_error(exc: Exception, context: str) -> Exception:
         error.__cause__ = exc
         return error
     return exc
+
+
+class LoopHold:
+    """When a job may hold an event loop's thread (see the module): the loop
+    is idle, or no job held it since it last ran its ready callbacks."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held = False
+
+    def may_hold(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether a job may run on ``loop``'s thread now; a yes while callbacks
+        are ready counts as this pass's hold (the callback scheduled here runs
+        after them and ends it)."""
+        if loop_is_idle(loop):
+            return True
+        if self._held or not hasattr(loop, "_ready"):
+            return False
+        self._held = True
+        loop.call_soon(self._release)
+        return True
+
+    def _release(self) -> None:
+        self._held = False
 
 
 def loop_is_idle(loop: asyncio.AbstractEventLoop) -> bool:
