@@ -15,8 +15,10 @@ text stm compiled for the capture upsert (taken from an stm store on the same
 file), with the same pragmas and the same WAL checkpoint policy (automatic
 checkpoints off on the writer, ``journal_size_limit`` as stm's writer sets
 it; looked at every 64 writes, ``PASSIVE`` checkpoints on a second connection
-until caught up once the WAL grew by 4 MiB, and one on the writer between
-two batches once it passed 16 MiB or the second connection fell behind).
+until caught up once the WAL grew by 4 MiB, one on the writer between two
+batches when the second connection fell behind, and one on the writer
+before its next write once the WAL passed 16 MiB, waiting for the second
+connection's if it still runs).
 
 :class:`ThreadToolWriter` is the same writer running stm's summary tool write
 instead: per scope the memory upsert, the revision insert and the trim of old
@@ -47,7 +49,7 @@ from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
     WalGrowth,
     passive_checkpoint,
 )
-from stm_plugins.sqlalchemy_storage.sqlite_worker import LoopHold
+from stm_plugins.sqlalchemy_storage.sqlite_worker import LoopHold, checkpoint_waiting
 
 #: How often the WAL size is looked at (writes), as stm's adapter does.
 CHECKPOINT_CHECK_EVERY = 64
@@ -126,31 +128,38 @@ class ThreadWriter:
         self._queue.put(job)
 
     def _maybe_checkpoint(self) -> None:
-        if self._checkpoint is not None and not self._checkpoint.done():
-            return
         try:
             wal = os.stat(self.path + "-wal").st_size
         except OSError:
             return
+        if wal >= WRITER_CHECKPOINT_WAL_BYTES:
+            # As stm's writer: it finishes the checkpoint before its next write.
+            self._writer_checkpoint.set()
+            return
+        if self._checkpoint is not None and not self._checkpoint.done():
+            return
         if self._wal_growth.due(wal):
-            self._checkpoint = asyncio.ensure_future(
-                asyncio.to_thread(self._passive, wal >= WRITER_CHECKPOINT_WAL_BYTES))
+            self._checkpoint = asyncio.ensure_future(asyncio.to_thread(self._passive))
 
-    def _passive(self, large: bool) -> None:
+    def _passive(self) -> None:
         conn = connect(self.path)
         try:
             caught_up = passive_checkpoint(conn)
         finally:
             conn.close()
-        if large or not caught_up:  # the writer finishes the tail, as stm's does
+        if not caught_up:  # the writer finishes the tail, as stm's does
             self._writer_checkpoint.set()
+
+    def _writer_checkpoints(self, conn: sqlite3.Connection) -> None:
+        """The tail the writer finishes before its next write, when asked."""
+        if self._writer_checkpoint.is_set():
+            self._writer_checkpoint.clear()
+            checkpoint_waiting(conn, 60.0)
 
     def _serve(self, conn: sqlite3.Connection) -> None:
         sql = self.sql
         while True:
-            if self._writer_checkpoint.is_set():
-                self._writer_checkpoint.clear()
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self._writer_checkpoints(conn)
             job = self._queue.get()
             if job is _STOP:
                 conn.close()
@@ -254,9 +263,7 @@ class InlineWriter(ThreadWriter):
         if not self._hold.may_hold(asyncio.get_running_loop()):
             await asyncio.sleep(0)
         conn, sql = self._conn, self.sql
-        if self._writer_checkpoint.is_set():
-            self._writer_checkpoint.clear()
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        self._writer_checkpoints(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = [self._upsert(conn, sql, p) for p in rows]

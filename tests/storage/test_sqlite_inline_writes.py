@@ -275,6 +275,38 @@ async def test_a_write_of_many_rows_goes_to_the_thread(adapter: SqliteAdapter) -
     assert adapter.writer.stats.inline_jobs == inline + 1
 
 
+class LateFromOtherThreads:
+    """A lock that any thread but the loop's takes only after a pause: the
+    writer thread descheduled just then, as on a busy machine."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop_thread = threading.get_ident()
+
+    def __enter__(self) -> None:
+        if threading.get_ident() != self._loop_thread:
+            time.sleep(0.2)
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+async def test_a_write_after_one_of_the_threads_runs_inline_however_late_the_thread_goes_on(
+        adapter: SqliteAdapter) -> None:
+    """The thread's job stops waiting once its outcome is settled on the loop,
+    not when the thread gets round to counting it."""
+    adapter.writer._pending_lock = LateFromOtherThreads()  # type: ignore[assignment]
+    await idle_loop()
+    inline = adapter.writer.stats.inline_jobs
+    many = [CaptureWrite(key=MemoryKey.server("g1", f"c{i}", None), messages=(), now_ms=NOW,
+                         counter_increment=1) for i in range(INLINE_MAX_ROWS + 1)]
+    await adapter.capture(many)  # to the thread
+    rows = await adapter.capture(turn("c0", now=NOW + 1))
+    assert rows[0].turns_since_refresh == 2
+    assert adapter.writer.stats.inline_jobs == inline + 1
+
+
 async def test_a_checkpoint_request_wakes_a_thread_that_inline_writes_never_reach(
         adapter: SqliteAdapter, tmp_path: Path) -> None:
     for n in range(5):
