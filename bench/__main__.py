@@ -20,6 +20,7 @@ from typing import Any
 from bench import (
     report,
     scenarios_build,
+    scenarios_busy_loop,
     scenarios_cache,
     scenarios_cli,
     scenarios_history,
@@ -45,6 +46,7 @@ SCENARIOS: dict[str, Scenario] = {
     "record": scenarios_record.sqlite_ratios,
     "postgres": scenarios_record.postgres_ratio,
     "concurrent": scenarios_record.concurrent_throughput,
+    "busy_loop": scenarios_busy_loop.run,
     "turn_split": scenarios_turn_split.run,
     "peers": scenarios_peers.run,
     "scale": scenarios_scale.run,

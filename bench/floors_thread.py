@@ -15,8 +15,10 @@ text stm compiled for the capture upsert (taken from an stm store on the same
 file), with the same pragmas and the same WAL checkpoint policy (automatic
 checkpoints off on the writer, ``journal_size_limit`` as stm's writer sets
 it; looked at every 64 writes, ``PASSIVE`` checkpoints on a second connection
-until caught up once the WAL grew by 4 MiB, and one on the writer between
-two batches once it passed 16 MiB or the second connection fell behind).
+until caught up once the WAL grew by 4 MiB, one on the writer between two
+batches when the second connection fell behind, and one on the writer
+before its next write once the WAL passed 16 MiB, waiting for the second
+connection's if it still runs).
 
 :class:`ThreadToolWriter` is the same writer running stm's summary tool write
 instead: per scope the memory upsert, the revision insert and the trim of old
@@ -47,7 +49,7 @@ from stm_plugins.sqlalchemy_storage.sqlite_adapter import (
     WalGrowth,
     passive_checkpoint,
 )
-from stm_plugins.sqlalchemy_storage.sqlite_worker import loop_is_idle
+from stm_plugins.sqlalchemy_storage.sqlite_worker import LoopHold, checkpoint_waiting
 
 #: How often the WAL size is looked at (writes), as stm's adapter does.
 CHECKPOINT_CHECK_EVERY = 64
@@ -56,6 +58,8 @@ CHECKPOINT_CHECK_EVERY = 64
 REVISIONS_KEPT = Settings().memory_history_revisions + 1
 _STOP = None
 _Job = tuple[list[dict[str, Any]], asyncio.AbstractEventLoop, "asyncio.Future[list[Any]]"]
+#: What the thread's queue carries: a job, the jobs of one loop pass, or the stop.
+_Item = _Job | list[_Job] | None
 
 
 def capture_params(server: str, channel: str, user: str, payload: str,
@@ -84,7 +88,7 @@ class ThreadWriter:
     def __init__(self, path: str, capture_sql: str) -> None:
         self.path = path
         self.sql = capture_sql
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._writes = 0
         self._checkpoint: asyncio.Future[Any] | None = None
@@ -112,44 +116,55 @@ class ThreadWriter:
     async def write(self, rows: list[dict[str, Any]]) -> list[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[Any]] = loop.create_future()
-        self._queue.put((rows, loop, future))
+        self._submit((rows, loop, future))
         result = await future
         self._writes += 1
         if self._writes % CHECKPOINT_CHECK_EVERY == 0:
             self._maybe_checkpoint()
         return result
 
+    def _submit(self, job: _Job) -> None:
+        """Hand a write to the thread: at once (the thread wakes for it)."""
+        self._queue.put(job)
+
     def _maybe_checkpoint(self) -> None:
-        if self._checkpoint is not None and not self._checkpoint.done():
-            return
         try:
             wal = os.stat(self.path + "-wal").st_size
         except OSError:
             return
+        if wal >= WRITER_CHECKPOINT_WAL_BYTES:
+            # As stm's writer: it finishes the checkpoint before its next write.
+            self._writer_checkpoint.set()
+            return
+        if self._checkpoint is not None and not self._checkpoint.done():
+            return
         if self._wal_growth.due(wal):
-            self._checkpoint = asyncio.ensure_future(
-                asyncio.to_thread(self._passive, wal >= WRITER_CHECKPOINT_WAL_BYTES))
+            self._checkpoint = asyncio.ensure_future(asyncio.to_thread(self._passive))
 
-    def _passive(self, large: bool) -> None:
+    def _passive(self) -> None:
         conn = connect(self.path)
         try:
             caught_up = passive_checkpoint(conn)
         finally:
             conn.close()
-        if large or not caught_up:  # the writer finishes the tail, as stm's does
+        if not caught_up:  # the writer finishes the tail, as stm's does
             self._writer_checkpoint.set()
+
+    def _writer_checkpoints(self, conn: sqlite3.Connection) -> None:
+        """The tail the writer finishes before its next write, when asked."""
+        if self._writer_checkpoint.is_set():
+            self._writer_checkpoint.clear()
+            checkpoint_waiting(conn, 60.0)
 
     def _serve(self, conn: sqlite3.Connection) -> None:
         sql = self.sql
         while True:
-            if self._writer_checkpoint.is_set():
-                self._writer_checkpoint.clear()
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self._writer_checkpoints(conn)
             job = self._queue.get()
             if job is _STOP:
                 conn.close()
                 return
-            batch = [job]
+            batch = _jobs(job)
             while True:
                 try:
                     more = self._queue.get_nowait()
@@ -158,7 +173,7 @@ class ThreadWriter:
                 if more is _STOP:
                     self._queue.put(_STOP)
                     break
-                batch.append(more)
+                batch += _jobs(more)
             self.batches += 1
             loop = batch[0][1]  # type: ignore[index]
             try:
@@ -189,31 +204,66 @@ class ThreadWriter:
             self._thread = None
 
 
+class PassBatchingWriter(ThreadWriter):
+    """The group-commit floor that batches best: the writes made in one pass
+    of the event loop reach the thread together (one put, one wake-up, one
+    transaction). :class:`ThreadWriter` hands each write over as it is made,
+    and the thread, woken by the first, often commits before the rest of the
+    pass's callers have queued theirs."""
+
+    _outbox: list[_Job]
+
+    def start(self) -> PassBatchingWriter:
+        self._outbox = []
+        super().start()
+        return self
+
+    def _submit(self, job: _Job) -> None:
+        if not self._outbox:
+            job[1].call_soon(self._flush)
+        self._outbox.append(job)
+
+    def _flush(self) -> None:
+        jobs, self._outbox = self._outbox, []
+        self._queue.put(jobs)
+
+
+def _jobs(item: _Item) -> list[_Job]:
+    return item if isinstance(item, list) else [item]  # type: ignore[list-item]
+
+
 class InlineWriter(ThreadWriter):
     """:class:`ThreadWriter`'s SQL, pragmas and checkpoint policy on the
     caller's thread: ``BEGIN IMMEDIATE``, the upserts, ``COMMIT``, no queue,
     future or thread. The rare checkpoint tail the writer finishes itself
     (past 16 MiB of WAL) runs before the next write, on the same thread.
     While the loop has callbacks ready (the checkpoint's, on another
-    thread) it lets them run first, as stm's writer then hands its write to
-    its thread: writes that never suspend would starve them."""
+    thread, or a host's other tasks) it holds them for one write per pass
+    of the loop, stm's own rule (``LoopHold``), and lets them run before
+    the next, as stm's writer then hands its write to its thread: writes
+    that never suspend would starve them."""
 
     _conn: sqlite3.Connection
+    _hold: LoopHold
 
     def start(self) -> InlineWriter:
         conn = connect(self.path)
         conn.execute("PRAGMA wal_autocheckpoint=0")
         conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         self._conn = conn
+        self._hold = LoopHold()
         return self
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The connection the writes run on (the caller's thread uses it)."""
+        return self._conn
+
     async def write(self, rows: list[dict[str, Any]]) -> list[Any]:
-        if not loop_is_idle(asyncio.get_running_loop()):
+        if not self._hold.may_hold(asyncio.get_running_loop()):
             await asyncio.sleep(0)
         conn, sql = self._conn, self.sql
-        if self._writer_checkpoint.is_set():
-            self._writer_checkpoint.clear()
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        self._writer_checkpoints(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = [self._upsert(conn, sql, p) for p in rows]

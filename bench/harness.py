@@ -152,7 +152,8 @@ PLACEMENTS = ("one_cpu", "across_cpus")
 
 async def interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], *, rounds: int,
                      turns: int, warmup: int = 0, block: int = 25,
-                     placement: str | None = None, first: int = 0) -> dict[str, Stats]:
+                     placement: str | None = None, first: int = 0,
+                     pause: Callable[[], Awaitable[None]] | None = None) -> dict[str, Stats]:
     """Run every scenario ``turns`` times per round, rotating the order each round.
 
     Within a round the scenarios take turns in blocks of ``block`` turns, so a
@@ -163,22 +164,26 @@ async def interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], *, rounds: in
     workload that maps turn ``i`` to channel ``i % 100`` keeps cycling through
     its channels. ``placement`` (one of ``PLACEMENTS``): where the threads of
     the process run meanwhile, for comparisons whose turns hand work to a
-    thread one at a time (:mod:`bench.placement`).
+    thread one at a time (:mod:`bench.placement`). ``pause``, when given, is
+    awaited before every timed turn, untimed (a host awaiting its model).
     """
     if placement == "one_cpu":
         with bench_placement.one_cpu():
-            return await _interleave(scenarios, rounds, turns, warmup, block, first, None)
+            return await _interleave(scenarios, rounds, turns, warmup, block, first, None,
+                                     pause)
     if placement == "across_cpus":
         with bench_placement.across_cpus() as place:
-            return await _interleave(scenarios, rounds, turns, warmup, block, first, place)
+            return await _interleave(scenarios, rounds, turns, warmup, block, first, place,
+                                     pause)
     if placement is not None:
         raise ValueError(f"placement must be one of {PLACEMENTS} or None, got {placement!r}")
-    return await _interleave(scenarios, rounds, turns, warmup, block, first, None)
+    return await _interleave(scenarios, rounds, turns, warmup, block, first, None, pause)
 
 
 async def _interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], rounds: int, turns: int,
                       warmup: int, block: int, first: int,
-                      place: Callable[[], None] | None) -> dict[str, Stats]:
+                      place: Callable[[], None] | None,
+                      pause: Callable[[], Awaitable[None]] | None = None) -> dict[str, Stats]:
     names = list(scenarios)
     is_async = {name: inspect.iscoroutinefunction(fn) for name, fn in scenarios.items()}
     for name in names:
@@ -199,7 +204,7 @@ async def _interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], rounds: int,
                     place()
                 out = samples[name]
                 cpu_start = time.process_time_ns()
-                await _timed(scenarios[name], is_async[name], start, stop, out)
+                await _timed(scenarios[name], is_async[name], start, stop, out, pause)
                 cpu[name].append((time.process_time_ns() - cpu_start) / (stop - start))
                 blocks[name].append(statistics.median(out[start - base:]))
         for name in names:
@@ -210,11 +215,13 @@ async def _interleave(scenarios: Mapping[str, TurnFn | SyncTurnFn], rounds: int,
 
 
 async def _timed(fn: TurnFn | SyncTurnFn, is_async: bool, start: int, stop: int,
-                 out: list[int]) -> None:
+                 out: list[int], pause: Callable[[], Awaitable[None]] | None = None) -> None:
     clock = time.perf_counter_ns
     if is_async:
         afn = cast(TurnFn, fn)
         for i in range(start, stop):
+            if pause is not None:
+                await pause()
             begin = clock()
             await afn(i)
             out.append(clock() - begin)

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import attrs
+
 from bench import workload as w
 from bench.config import RunConfig
 from bench.floor_turn import FloorTurn
@@ -24,6 +26,7 @@ from bench.floors import FloorResult, RawPostgres, RawSqlite
 from bench.floors_thread import (
     InlineToolWriter,
     InlineWriter,
+    PassBatchingWriter,
     RawAsyncpg,
     ThreadToolWriter,
     ThreadWriter,
@@ -41,6 +44,7 @@ from bench.stm_side import (
 from bench.urls import asyncpg_dsn, sqlite_url, stm_postgres_url
 from stm_core.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext, Turn
+from stm_core.settings import Settings
 from stm_core.store import Stm
 
 log = logging.getLogger("stm.bench")
@@ -363,6 +367,7 @@ async def _postgres_ratio(cfg: RunConfig, load: Workload, admin: Any, dsn: str,
     clock = ManualClock(w.EPOCH_MS)
     raw = RawPostgres(dsn, raw_schema)
     floor: RawAsyncpg | None = None
+    quiet: RawAsyncpg | None = None
     try:
         for schema in (stm_schema, floor_schema):
             await admin.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
@@ -372,27 +377,42 @@ async def _postgres_ratio(cfg: RunConfig, load: Workload, admin: Any, dsn: str,
                                     clock) as other:
             await stm_record(other, clock, load)(0)
             compiled = compiled_capture(other, 2)
+        # The same statement without the change notice (a store that announces nothing).
+        quiet_settings = attrs.evolve(Settings(), cross_process_invalidation=False)
+        async with open_bench_store(stm_postgres_url(cfg.postgres_url, floor_schema),
+                                    clock, settings=quiet_settings) as other:
+            await stm_record(other, clock, load)(1)
+            quiet_sql = compiled_capture(other, 2)
+        assert "pg_notify" not in quiet_sql.sql and "pg_notify" in compiled.sql
         floor = await RawAsyncpg(dsn, floor_schema, compiled.sql, compiled.slots or (),
                                  dict(compiled.constants)).open()
+        quiet = await RawAsyncpg(dsn, floor_schema, quiet_sql.sql, quiet_sql.slots or (),
+                                 dict(quiet_sql.constants)).open()
         await raw.open()
         async with open_bench_store(stm_postgres_url(cfg.postgres_url, stm_schema),
                                     clock) as stm:
             stats = await interleave({
                 "stm_record_turn_postgres": stm_record(stm, clock, load),
                 "floor_asyncpg_statement": raw_record(floor, load),
+                "floor_asyncpg_statement_no_notice": raw_record(quiet, load),
                 "raw_asyncpg_record": raw_record(raw, load),
             }, rounds=cfg.pg_rounds, turns=cfg.turns, warmup=cfg.warmup)
     finally:
         await raw.close()
-        if floor is not None:
-            await floor.close()
+        for opened in (floor, quiet):
+            if opened is not None:
+                await opened.close()
         for schema in (stm_schema, floor_schema):
             await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         await admin.close()
     ours, base = stats["stm_record_turn_postgres"], stats["floor_asyncpg_statement"]
+    no_notice = stats["floor_asyncpg_statement_no_notice"]
     return {
         "record_ratio_postgres": ratio(ours, base),
         "record_cpu_ratio_postgres": cpu_ratio(ours, base),
+        # The outside run's floor: the upserts as one statement, no change notice.
+        "record_ratio_postgres_no_notice": ratio(ours, no_notice),
+        "record_cpu_ratio_postgres_no_notice": cpu_ratio(ours, no_notice),
         "record_ratio_postgres_vs_transaction": ratio(ours, stats["raw_asyncpg_record"]),
         "scenarios": {name: s.to_json() for name, s in stats.items()},
     }
@@ -430,57 +450,86 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
     tasks, per_task = cfg.concurrent_tasks, cfg.concurrent_turns
     clock = ManualClock(w.EPOCH_MS)
     rates: dict[str, list[tuple[float, float]]] = {
-        "stm_turns": [], "floor_turns": [], "stm_writes": [], "floor_writes": []}
+        name: [] for group in PAIRS for name in group}
     writer = await thread_writer(cfg.workdir / "floor_concurrent.db", clock)
+    best = await thread_writer(cfg.workdir / "floor_concurrent_best.db", clock,
+                               kind=PassBatchingWriter)
     try:
         async with open_bench_store(sqlite_url(cfg.workdir / "stm_concurrent.db"),
                                     clock) as stm:
             pair = await host_turn_pair(stm, clock, writer, load)
             stm_turn, floor_turn = pair.ours, pair.theirs
+            best_turn = floor_host_turn(
+                FloorTurn(best, load.server, load.names, render_mode="crude_summary",
+                          now_ms=w.EPOCH_MS), load)
             runs = {"stm_turns": stm_turn, "floor_turns": floor_turn,
+                    "best_floor_turns": best_turn,
                     "stm_writes": stm_record(stm, clock, writes),
-                    "floor_writes": raw_record(writer, writes)}
-            jobs = writer_jobs(stm)
+                    "floor_writes": raw_record(writer, writes),
+                    "best_floor_writes": raw_record(best, writes)}
+            for i in range(len(load.channels)):  # the best floor's views, as the others'
+                await best_turn(i)
+            jobs, batches = writer_jobs(stm), stm_batches(stm)
             for r in range(cfg.concurrent_runs):
                 for name in pair_order(r):
                     rates[name].append(await _throughput(runs[name], tasks, per_task))
             inline = inline_share(stm, since=jobs)
+            batches = stm_batches(stm) - batches
     finally:
         await writer.close()
+        await best.close()
     rate = {k: statistics.median(v[0] for v in vs) for k, vs in rates.items()}
     cpu = {k: statistics.median(v[1] for v in vs) for k, vs in rates.items()}
     turns = paired_ratios(rates["stm_turns"], rates["floor_turns"])
     turns_cpu = paired_ratios(rates["floor_turns"], rates["stm_turns"], index=1)
     write_ratios = paired_ratios(rates["stm_writes"], rates["floor_writes"])
+    best_turns = paired_ratios(rates["stm_turns"], rates["best_floor_turns"])
+    best_writes = paired_ratios(rates["stm_writes"], rates["best_floor_writes"])
+    best_cpu = paired_ratios(rates["best_floor_turns"], rates["stm_turns"], index=1)
     return {
         "concurrent_throughput_ratio": round(statistics.median(turns), 3),
         "concurrent_write_throughput_ratio": round(statistics.median(write_ratios), 3),
         # Throughput in CPU terms: the floor's CPU per turn over stm's (above 1: stm leaner).
         "concurrent_cpu_ratio": round(statistics.median(turns_cpu), 3),
+        # The same against the floor that batches best (one transaction per loop pass).
+        "concurrent_throughput_ratio_best": round(statistics.median(best_turns), 3),
+        "concurrent_write_throughput_ratio_best": round(statistics.median(best_writes), 3),
+        "concurrent_cpu_ratio_best": round(statistics.median(best_cpu), 3),
         "concurrent": {"tasks": tasks, "turns_per_task": per_task, "runs": cfg.concurrent_runs,
                        "turns_per_s": {k: round(v, 1) for k, v in rate.items()},
                        "cpu_us_per_turn": {k: round(v, 1) for k, v in cpu.items()},
                        # Each run's stm ÷ floor, measured back to back: the spread.
                        "turn_ratios": [round(x, 3) for x in turns],
                        "write_ratios": [round(x, 3) for x in write_ratios],
+                       "best_turn_ratios": [round(x, 3) for x in best_turns],
                        "floor_batches": writer.batches,
+                       "best_floor_batches": best.batches,
+                       "stm_batches": batches,
                        # stm's writes of these runs that ran inline: a few, at most.
                        "writes_inline_share": inline},
     }
 
 
-#: The two comparisons of a concurrency run, each a pair measured back to back.
-PAIRS = (("stm_turns", "floor_turns"), ("stm_writes", "floor_writes"))
+def stm_batches(stm: Stm) -> int:
+    """Transactions stm's SQLite writer thread committed so far (0 off SQLite)."""
+    writer = getattr(stm.adapter, "writer", None)
+    return 0 if writer is None else int(writer.stats.batches)
+
+
+#: The comparisons of a concurrency run: stm beside each of its two floors
+#: (the group-commit writer, and the one that batches best).
+PAIRS = (("stm_turns", "floor_turns", "best_floor_turns"),
+         ("stm_writes", "floor_writes", "best_floor_writes"))
 
 
 def pair_order(run: int) -> list[str]:
-    """The order of run ``run``'s four measurements: stm and its floor back to
-    back (which goes first alternates), and the pairs swap places every
-    other run, so neither side nor pair always meets the machine in the same
-    state."""
-    pairs = PAIRS if run % 4 < 2 else PAIRS[::-1]
-    return [name for ours, floor in pairs
-            for name in ((ours, floor) if run % 2 == 0 else (floor, ours))]
+    """The order of run ``run``'s six measurements: stm between its two floors
+    (which floor goes first alternates), and the groups swap places every
+    other run, so neither side nor group always meets the machine in the
+    same state."""
+    groups = PAIRS if run % 4 < 2 else PAIRS[::-1]
+    return [name for ours, floor, best in groups
+            for name in ((floor, ours, best) if run % 2 == 0 else (best, ours, floor))]
 
 
 def paired_ratios(numerators: list[tuple[float, float]], denominators: list[tuple[float, float]],

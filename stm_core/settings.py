@@ -263,10 +263,10 @@ class Settings:
     janitor_batch_budget_ms: float = attrs.field(default=3.0, validator=_in_range)
     sqlite_synchronous: str = attrs.field(default="NORMAL", validator=_in_range)
     #: On SQLite, a turn's write (or a tool write) runs on the event loop's
-    #: thread when nothing else waits for the loop or the writer, instead of
-    #: making two thread hops; with other work ready it goes to the writer
-    #: thread as before. Never with ``sqlite_synchronous="FULL"``, whose every
-    #: commit waits for the disk (docs/storage.md, "SQLite").
+    #: thread when no other write waits, instead of making two thread hops;
+    #: the loop's other ready callbacks wait for one such write at most.
+    #: Never with ``sqlite_synchronous="FULL"``, whose every commit waits for
+    #: the disk (docs/storage.md, "SQLite").
     sqlite_inline_writes: bool = attrs.field(default=True, validator=_in_range)
     #: On PostgreSQL, every write NOTIFYs what it changed and the store LISTENs
     #: for other processes' writes (several processes share one database).

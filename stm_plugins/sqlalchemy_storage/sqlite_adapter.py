@@ -29,10 +29,13 @@ its commit cuts the file back to ``WAL_SIZE_LIMIT`` (``journal_size_limit``),
 so its size keeps telling how much the WAL holds. That needs the writer to
 start a transaction while every frame is copied: a writer that commits
 between the reader's last checkpoint and its next transaction keeps the WAL
-growing. The writer then finishes the tail itself, between two batches, once
-the file has passed four times the threshold (or when its queue is next
-empty, if the reader could not catch up): a checkpoint there holds every turn
-write queued behind it for a few fsyncs, so it runs as seldom as it can.
+growing. The writer then finishes the tail itself when its queue is next
+empty. Once the file has passed four times the threshold (the reader could
+not keep up: a slow disk, writes that never pause), the writer finishes the
+checkpoint before its next write, waiting for the reader's if one still runs:
+that holds every turn write queued behind it for a few fsyncs, so it runs as
+seldom as it can, but the WAL stays within that size and the writes between
+two looks at it.
 """
 
 from __future__ import annotations
@@ -389,28 +392,32 @@ class SqliteAdapter(SqlStorageAdapter):
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on the reader once the WAL has grown by
         ``CHECKPOINT_WAL_BYTES`` since the last one (or since it started over)."""
-        if self.reader is None or self.target.path is None or (
-                self._checkpoint is not None and not self._checkpoint.done()):
+        if self.reader is None or self.target.path is None:
             return
         try:
             wal_bytes = os.stat(self.target.path + "-wal").st_size
         except OSError:
             return
+        if wal_bytes >= WRITER_CHECKPOINT_WAL_BYTES:
+            # The reader has not kept up (a slow disk, writes never pausing),
+            # whether or not its checkpoint is still running: the writer
+            # stops and finishes the checkpoint before its next write.
+            self.writer.request_idle_checkpoint(even_if_busy=True)
+            return
+        if self._checkpoint is not None and not self._checkpoint.done():
+            return
         if self._wal_growth.due(wal_bytes):
             self._checkpoint = asyncio.get_running_loop().create_task(
-                self._run_checkpoint(even_if_busy=wal_bytes >= WRITER_CHECKPOINT_WAL_BYTES),
-                name="stm-sqlite-checkpoint")
+                self._run_checkpoint(), name="stm-sqlite-checkpoint")
 
-    async def _run_checkpoint(self, *, even_if_busy: bool) -> None:
+    async def _run_checkpoint(self) -> None:
         assert self.reader is not None
         try:
             # A reader that caught up leaves the writer a WAL to start over
             # unless the writer committed meanwhile; then the writer finishes
-            # the tail itself, but only once the WAL is large (each of its
-            # checkpoints holds the turn writes queued behind it).
-            caught_up = await self.reader.run(passive_checkpoint, None)
-            if even_if_busy or not caught_up:
-                self.writer.request_idle_checkpoint(even_if_busy=even_if_busy)
+            # the tail when its queue is next empty.
+            if not await self.reader.run(passive_checkpoint, None):
+                self.writer.request_idle_checkpoint()
         except Exception:
             # The next look at the WAL tries again; writes are unaffected.
             log.warning("WAL checkpoint of %s failed", self.target.label, exc_info=True)

@@ -17,14 +17,18 @@ out (one wake-up per batch, not per job).
 
 A writer opened with ``inline=True`` may run a small job (``run(...,
 inline=True)``: a turn's capture, a tool write) on the caller's own thread
-instead, when nothing else waits: no job of the thread's is queued or
-running, the caller's event loop has no other callback ready (so blocking it
-for the write delays nobody), and no other process holds the write lock (the
-connection's own ``busy_timeout`` is 0, so ``BEGIN IMMEDIATE`` answers at once;
-the thread waits out other processes' locks itself, see ``_begin``). The two
-hops of a write cost more than the write (measured: 150 against 90 us for a
-guild turn's upserts and commit); under concurrent callers every job still
-goes to the thread, which commits them together.
+instead, when no other write waits: no job of the thread's is queued or
+running, no checkpoint must finish first, and no other process holds the
+write lock (the connection's own ``busy_timeout`` is 0, so ``BEGIN
+IMMEDIATE`` answers at once; the thread waits out other processes' locks
+itself, see ``_begin``). Two thread hops cost more than the small write
+itself. The event loop's other callbacks wait for an inline job, so it holds
+them for one small transaction at most: while callbacks are ready (a bot's
+loop always has a heartbeat, timers and other tasks waking), one inline job
+runs per pass of the loop, and the next job before the loop has run them
+goes to the thread. A burst of concurrent callers thus sends all but its
+first to the thread, which commits them together, and a caller writing
+without ever suspending lets the loop run every other write.
 
 A job may carry a ``report`` callback: it is called on the caller's event loop
 with the job's outcome as soon as that outcome is known, before the caller
@@ -103,9 +107,13 @@ class SqliteWorker:
         self._conn: sqlite3.Connection | None = None
         # Held by whoever uses the connection: the thread, or an inline job.
         self._conn_lock = threading.Lock()
-        # Jobs queued and not yet delivered; an inline job waits for them.
+        self._hold = LoopHold()
+        # Jobs queued and not yet settled on their loop; an inline job waits for them.
         self._pending = 0
         self._pending_lock = threading.Lock()
+        # Outcomes of the batch being run, delivered once the thread has let
+        # go of the connection (the woken caller may then write inline at once).
+        self._outcomes: list[tuple[asyncio.AbstractEventLoop, _Outcome]] = []
         self._thread: threading.Thread | None = None
         self._closed = False
         self._checkpoint_due = threading.Event()
@@ -181,9 +189,9 @@ class SqliteWorker:
         if not self._conn_lock.acquire(blocking=False):
             return False, None  # the thread is running a batch or a checkpoint
         try:
-            # In this order: a job the thread finished is delivered before it
-            # stops being pending, so an idle loop has also run its report.
-            if self._pending or not loop_is_idle(loop):
+            # A job of the thread's stops being pending only once its outcome
+            # was settled on its loop (its report ran): none is overtaken.
+            if self._pending or self._checkpoint_forced or not self._hold.may_hold(loop):
                 return False, None
             conn = self._conn
             if conn is None:  # the thread has ended; run() raises for that
@@ -282,8 +290,10 @@ class SqliteWorker:
     def request_idle_checkpoint(self, *, even_if_busy: bool = False) -> None:
         """Ask the thread for a ``PASSIVE`` checkpoint the next time its queue is
         empty (another connection did the bulk of it; this one finishes the
-        tail, so SQLite can restart the WAL from the beginning). A writer that
-        is never idle gets it between two batches when ``even_if_busy``."""
+        tail, so SQLite can restart the WAL from the beginning). With
+        ``even_if_busy`` it runs before the next batch, no job runs inline
+        until it has, and it waits for another connection's checkpoint still
+        running (see :func:`checkpoint_waiting`)."""
         self._checkpoint_forced = self._checkpoint_forced or even_if_busy
         self._checkpoint_due.set()
         if self._inline:  # writes may not reach the thread: wake it for this
@@ -293,10 +303,15 @@ class SqliteWorker:
         if not self._checkpoint_due.is_set() or (
                 not self._checkpoint_forced and not self._queue.empty()):
             return
-        self._checkpoint_forced = False
+        forced, self._checkpoint_forced = self._checkpoint_forced, False
         self._checkpoint_due.clear()
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            if forced:
+                if not checkpoint_waiting(conn, self._lock_wait_s):
+                    log.warning("WAL checkpoint of %s: another checkpoint ran for over %.0f s",
+                                self.label, self._lock_wait_s)
+            else:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         except sqlite3.Error:
             log.warning("idle WAL checkpoint of %s failed", self.label, exc_info=True)
 
@@ -337,9 +352,16 @@ class SqliteWorker:
                 self._run_alone(conn, batch[0])
             else:
                 self._run_batch(conn, batch)
-        # After delivering: see _run_inline.
+        self._deliver_outcomes()
+
+    def _deliver_outcomes(self) -> None:
+        done, self._outcomes = self._outcomes, []
+        _deliver_by_loop(done, self._jobs_settled)
+
+    def _jobs_settled(self, count: int) -> None:
+        """``count`` jobs' outcomes were settled on their loop (see _run_inline)."""
         with self._pending_lock:
-            self._pending -= len(batch)
+            self._pending -= count
 
     def _run_batch(self, conn: sqlite3.Connection, batch: list[_Job]) -> None:
         """Several jobs: one transaction for those that may share one, then
@@ -350,20 +372,19 @@ class SqliteWorker:
             self._run_alone(conn, shared[0])
         elif shared and not self._run_plain(conn, shared):
             self._run_transaction(conn, shared)
+        if alone:
+            self._deliver_outcomes()  # the shared jobs' callers wait for no job alone
         for job in alone:
             self._run_alone(conn, job)
 
     def _run_each(self, conn: sqlite3.Connection, batch: list[_Job]) -> None:
-        outcomes: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
         for fn, arg, loop, future, report in batch:
             try:
                 outcome: _Outcome = (future, True, fn(conn, arg), report)
             except Exception as exc:
                 self.stats.failed_jobs += 1
                 outcome = (future, False, _storage_error(exc, f"SQLite {self.label}"), report)
-            outcomes.setdefault(loop, []).append(outcome)
-        for loop, items in outcomes.items():
-            _deliver(loop, items)
+            self._outcomes.append((loop, outcome))
 
     def _run_alone(self, conn: sqlite3.Connection, job: _Job) -> None:
         """A batch of one job (every write of a lone caller): its own
@@ -373,10 +394,10 @@ class SqliteWorker:
             self._begin(conn)
         except Exception as exc:
             error = _storage_error(exc, f"SQLite {self.label}: cannot start a write")
-            _deliver(loop, [(future, False, error, report)])
+            self._outcomes.append((loop, (future, False, error, report)))
             return
         ok, value = self._job_and_commit(conn, fn, arg)
-        _deliver(loop, [(future, ok, value, report)])
+        self._outcomes.append((loop, (future, ok, value, report)))
 
     def _job_and_commit(self, conn: sqlite3.Connection,
                         fn: Callable[[sqlite3.Connection, Any], Any],
@@ -418,7 +439,7 @@ class SqliteWorker:
                 log.warning("SQLite %s: rollback before a retry failed", self.label,
                             exc_info=True)
             return False
-        _deliver_by_loop(self._commit(conn, done))
+        self._outcomes += self._commit(conn, done)
         return True
 
     def _run_transaction(self, conn: sqlite3.Connection, batch: list[_Job]) -> None:
@@ -465,7 +486,7 @@ class SqliteWorker:
             if lost:
                 continue
             outcomes += self._commit(conn, done)
-        _deliver_by_loop(outcomes)
+        self._outcomes += outcomes
 
     def _begin(self, conn: sqlite3.Connection) -> None:
         """``BEGIN IMMEDIATE``, waiting out other processes' write locks.
@@ -568,6 +589,46 @@ def _storage_error(exc: Exception, context: str) -> Exception:
     return exc
 
 
+def checkpoint_waiting(conn: sqlite3.Connection, wait_s: float) -> bool:
+    """A ``PASSIVE`` checkpoint on the writing connection, tried again while
+    another connection's runs (SQLite then answers busy at once): the caller
+    holds the connection, so no frame is added meanwhile and the other one
+    soon ends. False when it still ran after ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    pause = _LOCK_PAUSE_S[0]
+    while conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0]:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(_LOCK_PAUSE_S[1], pause * 2)
+    return True
+
+
+class LoopHold:
+    """When a job may hold an event loop's thread (see the module): the loop
+    is idle, or no job held it since it last ran its ready callbacks."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held = False
+
+    def may_hold(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether a job may run on ``loop``'s thread now; a yes while callbacks
+        are ready counts as this pass's hold (the callback scheduled here runs
+        after them and ends it)."""
+        if loop_is_idle(loop):
+            return True
+        if self._held or not hasattr(loop, "_ready"):
+            return False
+        self._held = True
+        loop.call_soon(self._release)
+        return True
+
+    def _release(self) -> None:
+        self._held = False
+
+
 def loop_is_idle(loop: asyncio.AbstractEventLoop) -> bool:
     """No other callback is ready to run on ``loop`` (asyncio's own loops keep
     them in ``_ready``; a loop without it is never taken for idle)."""
@@ -586,28 +647,40 @@ def _told(ok: bool, value: Any, report: Report | None) -> tuple[bool, Any]:
     return ok, value
 
 
-def _settle(items: list[_Outcome]) -> None:
-    for future, ok, value, report in items:
-        ok, value = _told(ok, value, report)
-        if future.done():  # the caller was cancelled; the write still happened
-            continue
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
+#: Told how many jobs' outcomes were just settled (on their loop).
+Settled = Callable[[int], None]
 
 
-def _deliver_by_loop(outcomes: list[tuple[asyncio.AbstractEventLoop, _Outcome]]) -> None:
+def _settle(items: list[_Outcome], settled: Settled | None = None) -> None:
+    try:
+        for future, ok, value, report in items:
+            ok, value = _told(ok, value, report)
+            if future.done():  # the caller was cancelled; the write still happened
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+    finally:
+        if settled is not None:
+            settled(len(items))
+
+
+def _deliver_by_loop(outcomes: list[tuple[asyncio.AbstractEventLoop, _Outcome]],
+                     settled: Settled | None = None) -> None:
     """One wake-up per event loop for all of its callers' outcomes."""
     by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
     for loop, outcome in outcomes:
         by_loop.setdefault(loop, []).append(outcome)
     for loop, items in by_loop.items():
-        _deliver(loop, items)
+        _deliver(loop, items, settled)
 
 
-def _deliver(loop: asyncio.AbstractEventLoop, items: list[_Outcome]) -> None:
+def _deliver(loop: asyncio.AbstractEventLoop, items: list[_Outcome],
+             settled: Settled | None = None) -> None:
     try:
-        loop.call_soon_threadsafe(_settle, items)
+        loop.call_soon_threadsafe(_settle, items, settled)
     except RuntimeError:  # the caller's loop is closed; nobody is waiting
         log.debug("dropping %d results for a closed event loop", len(items))
+        if settled is not None:
+            settled(len(items))

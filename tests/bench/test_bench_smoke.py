@@ -58,6 +58,9 @@ def test_skipped_figures_say_why(tiny_run: tuple[dict[str, Any], Path, str]) -> 
     results, _, _ = tiny_run
     if results["record_ratio_postgres"] is None:
         assert results["record_ratio_postgres_skipped"]
+    else:  # also against the upserts alone, without the change notice
+        assert results["record_ratio_postgres_no_notice"] > 0
+        assert results["scenarios"]["floor_asyncpg_statement_no_notice"]["n"] > 0
     for peer, key in (("langgraph", "vs_langgraph_saver"), ("openai", "vs_openai_session")):
         if results[key] is None:
             assert results["peers_unavailable"][peer]
@@ -100,11 +103,32 @@ def test_floors_do_the_same_work_and_report_cpu(
     # The group-commit floor did batch: fewer commits than turns.
     concurrent = results["concurrent"]
     assert concurrent["floor_batches"] < 2 * concurrent["tasks"] * concurrent["turns_per_task"]
+    # The floor that batches best commits once per loop pass: fewer batches still.
+    assert concurrent["best_floor_batches"] <= concurrent["floor_batches"]
+    for key in ("concurrent_throughput_ratio_best", "concurrent_write_throughput_ratio_best",
+                "concurrent_cpu_ratio_best"):
+        assert results[key] > 0, key
+    assert concurrent["stm_batches"] > 0
     # Every run's back-to-back ratio is reported, and the headline is their median.
     ratios = concurrent["turn_ratios"]
     assert len(ratios) == concurrent["runs"] and all(r > 0 for r in ratios)
     assert results["concurrent_throughput_ratio"] == round(statistics.median(ratios), 3)
     assert results["meta"]["load_averages_end"] is not None
+
+
+def test_a_lone_caller_on_a_busy_loop_is_compared_with_the_issues_floor(
+        tiny_run: tuple[dict[str, Any], Path, str]) -> None:
+    """The loop had other callbacks ready all along, and stm's lone writes
+    still ran on the caller's thread."""
+    results, out, _ = tiny_run
+    for key in ("busy_loop_turn_ratio", "busy_loop_turn_cpu_ratio", "busy_loop_record_ratio"):
+        assert results[key] > 0, key
+    assert results["busy_loop"]["unrelated_wakeups"] > results["meta"]["rounds"]
+    assert results["busy_loop_writes_inline_share"] > 0.5
+    for name in ("stm_turn_busy_loop", "floor_turn_busy_loop"):
+        assert results["scenarios"][name]["cpu_us_per_turn"] > 0, name
+    assert "busy_loop_turn_ratio" in {t["metric"] for t in results["targets"]}
+    assert "a lone caller on a busy loop" in (out / "RESULTS.md").read_text(encoding="utf-8")
 
 
 def test_peers_run_beside_the_floor_of_stms_turn(
@@ -166,13 +190,15 @@ def test_concurrency_runs_measure_each_pair_back_to_back() -> None:
     firsts: list[str] = []
     for run in range(4):
         order = pair_order(run)
-        assert sorted(order) == sorted(name for pair in PAIRS for name in pair)
-        # stm and its own floor stand next to each other.
-        for ours, floor in PAIRS:
-            assert abs(order.index(ours) - order.index(floor)) == 1, order
+        assert sorted(order) == sorted(name for group in PAIRS for name in group)
+        # stm stands next to each of its floors.
+        for ours, *floors in PAIRS:
+            for floor in floors:
+                assert abs(order.index(ours) - order.index(floor)) == 1, order
         firsts.append(order[0])
-    # Over four runs each side of each pair goes first, and each pair leads.
-    assert {"stm_turns", "floor_turns", "stm_writes", "floor_writes"} == set(firsts)
+    # Over four runs each floor of each group goes first, and each group leads.
+    assert {"floor_turns", "best_floor_turns", "floor_writes", "best_floor_writes"} == set(
+        firsts)
     assert paired_ratios([(10.0, 4.0), (6.0, 2.0)], [(5.0, 2.0), (3.0, 4.0)]) == [2.0, 2.0]
     assert paired_ratios([(10.0, 4.0)], [(5.0, 2.0)], index=1) == [2.0]
 

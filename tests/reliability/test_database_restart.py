@@ -102,16 +102,25 @@ class Window:
     shown_by: float = float("inf")
 
 
+#: How long a session may take to end once told to.
+SESSION_END_WAIT_MS = 10_000
+
+
 async def end_sessions(proxy: PgProxy) -> int:
-    """What a restarting server does to its sessions: end each with FATAL 57P01."""
+    """What a restarting server does to its sessions: end each with FATAL 57P01,
+    and be done with them before it comes back. Without a timeout
+    ``pg_terminate_backend`` only signals the backend; on a busy machine a
+    session could still answer when the proxy let connections in again, and
+    no call saw the outage. Counts the sessions that ended."""
     base = postgres_base_url()
     assert base is not None
     conn = await asyncpg.connect(asyncpg_dsn(base))
     try:
         ended = await conn.fetchval(
-            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, $2)) "
+            "FROM pg_stat_activity "
             "WHERE client_addr = '127.0.0.1' AND client_port = ANY($1::int[])",
-            sorted(proxy.upstream_ports()))
+            sorted(proxy.upstream_ports()), SESSION_END_WAIT_MS)
         return int(ended)
     finally:
         await conn.close()

@@ -7,9 +7,11 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
 import pytest
 
 from stm_core.models import CrudeMessage
+from stm_core.settings import Settings
 from stm_core.storage.protocol import WriteReport, reports_write_outcomes
 from stm_core.storage.records import CaptureWrite, MemoryKey, MemoryRecord
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
@@ -19,7 +21,10 @@ from tests.conftest import OpenStm
 
 async def test_cancelled_capture_still_reaches_the_cache(open_stm: OpenStm,
                                                          backend_url: str) -> None:
-    async with open_stm(backend_url) as stm:
+    # SQLite: every write on the writer thread. A lone write run inline never
+    # suspends, so nothing can cancel it mid-write.
+    settings = attrs.evolve(Settings(), sqlite_inline_writes=False)
+    async with open_stm(backend_url, settings=settings) as stm:
         key = MemoryKey.server("g1", "c1", "p1")
         view = await stm.engine.server_memories("g1")  # a warm view the write must reach
         message = CrudeMessage(role="user", content="hi", speaker_name="Ann",

@@ -1,10 +1,12 @@
 """SQLite memory writes on the caller's thread when nothing else waits.
 
-A lone write runs inline: no thread hop, committed before it returns. Every
-other case goes to the writer thread as before: concurrent callers (group
-commit), a loop with other callbacks ready, a job of the thread's still
-pending, another process holding the write lock (the loop must not block on
-it), a write of many rows, or the setting turned off.
+A lone write runs inline: no thread hop, committed before it returns, also
+on a loop that always has other callbacks ready (a bot's heartbeat, other
+tasks), which it holds for one write per pass of the loop. Every other case
+goes to the writer thread as before: all but the first of concurrent callers
+(group commit), a second write before a busy loop ran its callbacks, a job
+of the thread's still pending, another process holding the write lock (the
+loop must not block on it), a write of many rows, or the setting turned off.
 """
 
 from __future__ import annotations
@@ -67,21 +69,61 @@ async def test_a_lone_write_runs_inline_and_is_committed_when_it_returns(
 
 async def test_concurrent_writes_go_to_the_thread_and_commit_together(
         adapter: SqliteAdapter) -> None:
+    await idle_loop()
     inline = adapter.writer.stats.inline_jobs
     results = await asyncio.gather(*(adapter.capture(turn(f"c{i}")) for i in range(50)))
     assert [r[0].turns_since_refresh for r in results] == [1] * 50
-    # The first caller finds the others ready on the loop: none runs inline.
-    assert adapter.writer.stats.inline_jobs == inline
+    # The first caller holds the loop for its write; the others, ready on the
+    # loop meanwhile, go to the thread.
+    assert adapter.writer.stats.inline_jobs == inline + 1
     assert adapter.writer.stats.largest_batch > 1
 
 
-async def test_a_loop_with_other_callbacks_ready_hands_the_write_to_the_thread(
+async def test_a_busy_loop_is_held_for_one_write_per_pass(adapter: SqliteAdapter) -> None:
+    await idle_loop()
+    stats = adapter.writer.stats
+    inline, jobs = stats.inline_jobs, stats.jobs
+    ran: list[int] = []
+    loop = asyncio.get_running_loop()
+    loop.call_soon(ran.append, 1)
+    await adapter.capture(turn("c1"))  # inline: the callback waits for one write
+    assert (stats.inline_jobs, ran) == (inline + 1, [])
+    await adapter.capture(turn("c1"))  # the callback has not run: to the thread
+    assert (stats.inline_jobs, stats.jobs, ran) == (inline + 1, jobs + 1, [1])
+    loop.call_soon(ran.append, 2)
+    await adapter.capture(turn("c1"))  # the loop ran its callbacks since
+    assert (stats.inline_jobs, ran) == (inline + 2, [1])
+
+
+async def test_a_lone_caller_on_a_loop_that_is_never_idle_writes_inline(
         adapter: SqliteAdapter) -> None:
-    inline, jobs = adapter.writer.stats.inline_jobs, adapter.writer.stats.jobs
-    asyncio.get_running_loop().call_soon(lambda: None)
-    await adapter.capture(turn("c1"))
-    assert adapter.writer.stats.inline_jobs == inline
-    assert adapter.writer.stats.jobs == jobs + 1
+    """Other tasks that always have a callback ready (one that wakes at every
+    pass, a heartbeat on a timer): each turn of a caller that awaits between
+    turns, as a bot awaits its model, still runs inline."""
+    stop = False
+
+    async def spinner() -> None:
+        while not stop:
+            await asyncio.sleep(0)
+
+    async def heartbeat() -> None:
+        while not stop:
+            await asyncio.sleep(0.0005)
+
+    await idle_loop()
+    tasks = [asyncio.ensure_future(spinner()), asyncio.ensure_future(heartbeat())]
+    stats = adapter.writer.stats
+    inline, jobs = stats.inline_jobs, stats.jobs
+    try:
+        for n in range(30):
+            await asyncio.sleep(0)  # the model's answer, elsewhere
+            assert not loop_is_idle(asyncio.get_running_loop())
+            rows = await adapter.capture(turn("c1", now=NOW + n))
+            assert rows[0].turns_since_refresh == n + 1
+    finally:
+        stop = True
+        await asyncio.gather(*tasks)
+    assert (stats.inline_jobs, stats.jobs) == (inline + 30, jobs)
 
 
 def test_a_loop_that_does_not_say_what_is_ready_is_never_taken_for_idle() -> None:
@@ -230,6 +272,38 @@ async def test_a_write_of_many_rows_goes_to_the_thread(adapter: SqliteAdapter) -
     await adapter.capture(writes)
     assert adapter.writer.stats.inline_jobs == inline
     await adapter.capture(writes[:INLINE_MAX_ROWS])
+    assert adapter.writer.stats.inline_jobs == inline + 1
+
+
+class LateFromOtherThreads:
+    """A lock that any thread but the loop's takes only after a pause: the
+    writer thread descheduled just then, as on a busy machine."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop_thread = threading.get_ident()
+
+    def __enter__(self) -> None:
+        if threading.get_ident() != self._loop_thread:
+            time.sleep(0.2)
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+async def test_a_write_after_one_of_the_threads_runs_inline_however_late_the_thread_goes_on(
+        adapter: SqliteAdapter) -> None:
+    """The thread's job stops waiting once its outcome is settled on the loop,
+    not when the thread gets round to counting it."""
+    adapter.writer._pending_lock = LateFromOtherThreads()  # type: ignore[assignment]
+    await idle_loop()
+    inline = adapter.writer.stats.inline_jobs
+    many = [CaptureWrite(key=MemoryKey.server("g1", f"c{i}", None), messages=(), now_ms=NOW,
+                         counter_increment=1) for i in range(INLINE_MAX_ROWS + 1)]
+    await adapter.capture(many)  # to the thread
+    rows = await adapter.capture(turn("c0", now=NOW + 1))
+    assert rows[0].turns_since_refresh == 2
     assert adapter.writer.stats.inline_jobs == inline + 1
 
 

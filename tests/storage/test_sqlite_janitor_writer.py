@@ -191,13 +191,11 @@ async def test_a_reader_that_caught_up_asks_the_writer_for_no_checkpoint(
     asked: list[bool] = []
     monkeypatch.setattr(adapter.writer, "request_idle_checkpoint",
                         lambda *, even_if_busy=False: asked.append(even_if_busy))
-    await adapter._run_checkpoint(even_if_busy=False)
+    await adapter._run_checkpoint()
     assert asked == []
-    await adapter._run_checkpoint(even_if_busy=True)  # the WAL is large: the writer must
-    assert asked == [True]
     monkeypatch.setattr(sa_mod, "CATCH_UP_PASSES", 0)  # never caught up
-    await adapter._run_checkpoint(even_if_busy=False)
-    assert asked == [True, False]
+    await adapter._run_checkpoint()
+    assert asked == [False]
 
 
 def test_a_checkpoint_is_due_per_step_of_growth_and_again_after_the_file_is_cut_back() -> None:
