@@ -114,7 +114,7 @@ def _build(stm: Stm, turns: list[Turn]) -> Callable[[int], Awaitable[object]]:
     return one
 
 
-def _count_reads(stm: Stm) -> dict[str, int]:
+def count_reads(stm: Stm) -> dict[str, int]:
     """Count the adapter's reads from here on (wrapping this instance's methods)."""
     counts = dict.fromkeys(READS, 0)
     adapter = stm.adapter
@@ -157,7 +157,7 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
                 context = await stm.build_context(turn)
             shown[names[server]] = sum(item.kind == "other_channels"
                                        for item in context.memory_items)
-        reads = _count_reads(stm)
+        reads = count_reads(stm)
         stats = await interleave({f"server_mix_build_{names[s]}": _build(stm, turns[s])
                                   for s in servers},
                                  rounds=cfg.rounds, turns=per_round, warmup=cfg.warmup)

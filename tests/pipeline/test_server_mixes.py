@@ -13,18 +13,18 @@ holds every row shows, and walk at most the rows it shows plus two.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
 
+from bench.scenarios_server_mix import READS, count_reads
 from stm_core.cache import MAX_SCOPES_PER_VIEW
 from stm_core.clock import ManualClock
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline import recent
 from stm_core.settings import Settings
 from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryRecord, MemoryWrite
-from stm_core.store import Stm
 
 from .support import GUILD, OpenStm, make_turn, other_text, server_key, set_settings
 
@@ -34,8 +34,6 @@ VIEW = 20  # rows a view keeps
 CAP = 3
 #: Rows a warm build's walk may pass beyond those it shows: its own channel's.
 SLACK = 2
-READS = ("load_server_settings", "load_server_memories", "load_user_prefs",
-         "load_user_memories", "get_memory", "list_memories")
 
 
 def summary(channel: str, at: int, *, lineage: str | None = None,
@@ -79,21 +77,6 @@ def mix(name: str, now: int) -> Mix:
 
 
 MIXES = ("ties", "other_lineage_newest", "private_newest", "threads", "mostly_expired")
-
-
-def count_reads(stm: Stm) -> dict[str, int]:
-    """Wrap the real adapter's reads (on this instance) with counters."""
-    counts = dict.fromkeys(READS, 0)
-    adapter = stm.adapter
-    for name in READS:
-        def counted(method: Callable[..., Awaitable[Any]], name: str = name
-                    ) -> Callable[..., Awaitable[Any]]:
-            async def call(*args: Any, **kwargs: Any) -> Any:
-                counts[name] += 1
-                return await method(*args, **kwargs)
-            return call
-        setattr(adapter, name, counted(getattr(adapter, name)))
-    return counts
 
 
 def count_walks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
