@@ -35,7 +35,7 @@ from stm_core.pipeline.load import load, warm_load
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.plan import PLAN, BuildPlan, make_plan
-from stm_core.pipeline.recent import newest_visible
+from stm_core.pipeline.recent import cached_visible, newest_visible
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
 from stm_core.plugin_types import TokenCounter
@@ -68,13 +68,17 @@ async def build_context(stm: Stm, turn: Turn) -> StmContext:
         plan: BuildPlan = hooks.plugin_set_memo(PLAN, make_plan, hooks)
 
         # Stages 2 to 6: the other-channel rows to show, newest first.
-        shown, servers = await newest_visible(stm, turn, loaded)
-        order = _category_order(stm, turn, profile, servers)
+        visible = cached_visible(stm, turn, loaded, plan.policies)
+        if visible is None:
+            visible = await newest_visible(stm, turn, loaded, plan.policies)
+        shown, servers = visible
 
         # Stage 7: every row shown, with the server's raw lines.
         other: str | None = None
         newest: int | None = None
+        order: CategoryOrder | None = None
         if shown:
+            order = _category_order(stm, turn, profile, servers)
             other, newest = _other_text(turn, profile, shown, now, order,
                                         profile.crude_message_count, plan)
 
@@ -110,6 +114,8 @@ async def build_context(stm: Stm, turn: Turn) -> StmContext:
         if count is None:
             count = plan.token_counter(hooks, turn.provider)
         if not within_budget(budget, count, nudge, same, other):
+            if order is None:
+                order = _category_order(stm, turn, profile, servers)
             other, same, newest = _fit(budget, count, turn, profile, shown, now, order,
                                        nudge=nudge, same_body=same_body, plan=plan)
 

@@ -43,15 +43,31 @@ def current_settings(turn: Turn, profile: ServerProfile) -> dict[str, ServerSett
     return {}
 
 
+def cached_origin_settings(turn: Turn, profile: ServerProfile,
+                           candidates: list[MemoryRecord]) -> dict[str, ServerSettings] | None:
+    """:func:`origin_settings` when it needs no read (every candidate comes
+    from a DM or the current server), else ``None``."""
+    servers = current_settings(turn, profile)
+    for r in candidates:
+        if _to_load(r.key.server_id, servers):
+            return None
+    return servers
+
+
 async def origin_settings(stm: Stm, turn: Turn, profile: ServerProfile,
                           candidates: list[MemoryRecord]) -> dict[str, ServerSettings]:
     """Settings of the current server and of every server a candidate comes from."""
     servers = current_settings(turn, profile)
     for r in candidates:
         origin = r.key.server_id
-        if origin != DM_SERVER and origin not in servers:
+        if _to_load(origin, servers):
             servers[origin] = await stm.server_settings(origin)
     return servers
+
+
+def _to_load(origin: str, servers: Mapping[str, ServerSettings]) -> bool:
+    """Policies need the settings of ``origin``, not among ``servers`` yet."""
+    return origin != DM_SERVER and origin not in servers
 
 
 def visibility_context(turn: Turn, profile: ServerProfile, opt_in: bool,
