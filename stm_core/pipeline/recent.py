@@ -40,7 +40,6 @@ from stm_core.pipeline.load import Loaded
 from stm_core.pipeline.sortcap import first_visible
 from stm_core.pipeline.visibility import (
     cached_origin_settings,
-    current_settings,
     origin_settings,
     visibility_context,
 )
@@ -77,9 +76,7 @@ def cached_visible(stm: Stm, turn: Turn, loaded: Loaded,
     ``None``: the caller awaits :func:`newest_visible`. The usual turn."""
     few = _few(stm, turn, loaded)
     profile = loaded.profile
-    # No folded or DM rows (the usual guild turn): no other server's settings.
-    servers = cached_origin_settings(turn, profile, few) if few else current_settings(turn,
-                                                                                      profile)
+    servers = cached_origin_settings(turn, profile, few)
     if servers is None:
         return None
     ctx = visibility_context(turn, profile, loaded.opt_in, servers)
