@@ -390,6 +390,22 @@ async def test_a_new_plugin_set_gets_a_new_plan(open_stm: OpenStm) -> None:
         assert await stm.build_context(make_turn()) == first
 
 
+async def test_a_policy_registered_between_warm_builds_hides_rows_at_once(
+        open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        await write(stm, server_key("c3"), summary="in c3")
+        await write(stm, server_key("c4"), summary="in c4")
+        before = await stm.build_context(make_turn())
+        assert "in c3" in before.memory_items[0].text
+        assert "in c4" in before.memory_items[0].text
+        stm.pm.register(HideC3(), name="hide-c3")
+        hidden = await stm.build_context(make_turn())
+        assert "in c3" not in hidden.memory_items[0].text
+        assert "in c4" in hidden.memory_items[0].text
+        stm.pm.unregister(name="hide-c3")
+        assert await stm.build_context(make_turn()) == before
+
+
 async def test_the_plan_keeps_a_bounded_number_of_counters(open_stm: OpenStm) -> None:
     async with open_stm("memory://") as stm:
         await write(stm, server_key("222"), summary="a plan")
