@@ -8,8 +8,9 @@ The stages, in order (one module each)::
 
 Every turn runs them, in this one body: there is no second path. What they
 take from the plugin set (the converters, the token counters, the render
-memo) is looked up once per plugin set (``plan``), a warm turn loads without
-a coroutine per read (``load.warm_load``), and the rows a turn showed before
+memo, the visibility policies) is looked up once per plugin set (``plan``), a
+warm turn loads without a coroutine per read (``load.warm_load``) and walks
+without one (``recent.cached_visible``), and the rows a turn showed before
 render from the memo.
 The server's cache policy (``cache_policy``) decides ages and placement. The
 objects returned are handed out again while their texts are the same

@@ -20,6 +20,12 @@ channels', nor expired ones stand in the way of a warm build. When rows a
 view dropped could still have made the cut (:func:`exact`), the walk runs
 again over the rows read from the database: the answer is always the one an
 unbounded cache would give.
+
+A build first asks :func:`cached_visible`, the walk when the cache holds
+everything it needs (the usual turn): no coroutine, no read. When it does
+not (an origin server's settings, a scope not read yet, rows a view dropped
+that could show), the build awaits :func:`newest_visible`, which reads them
+and runs the same helpers.
 """
 
 from __future__ import annotations
