@@ -8,8 +8,9 @@ The stages, in order (one module each)::
 
 Every turn runs them, in this one body: there is no second path. What they
 take from the plugin set (the converters, the token counters, the render
-memo) is looked up once per plugin set (``plan``), a warm turn loads without
-a coroutine per read (``load.warm_load``), and the rows a turn showed before
+memo, the visibility policies) is looked up once per plugin set (``plan``), a
+warm turn loads without a coroutine per read (``load.warm_load``) and walks
+without one (``recent.cached_visible``), and the rows a turn showed before
 render from the memo.
 The server's cache policy (``cache_policy``) decides ages and placement. The
 objects returned are handed out again while their texts are the same
@@ -35,7 +36,7 @@ from stm_core.pipeline.load import load, warm_load
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.plan import PLAN, BuildPlan, make_plan
-from stm_core.pipeline.recent import newest_visible
+from stm_core.pipeline.recent import cached_visible, newest_visible
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
 from stm_core.plugin_types import TokenCounter
@@ -68,13 +69,17 @@ async def build_context(engine: Engine, turn: Turn) -> StmContext:
         plan: BuildPlan = hooks.plugin_set_memo(PLAN, make_plan, hooks)
 
         # Stages 2 to 6: the other-channel rows to show, newest first.
-        shown, servers = await newest_visible(engine, turn, loaded)
-        order = _category_order(engine, turn, profile, servers)
+        visible = cached_visible(engine, turn, loaded, plan.policies)
+        if visible is None:
+            visible = await newest_visible(engine, turn, loaded, plan.policies)
+        shown, servers = visible
 
         # Stage 7: every row shown, with the server's raw lines.
         other: str | None = None
         newest: int | None = None
+        order: CategoryOrder | None = None
         if shown:
+            order = _category_order(engine, turn, profile, servers)
             other, newest = _other_text(turn, profile, shown, now, order,
                                         profile.crude_message_count, plan)
 
@@ -110,6 +115,8 @@ async def build_context(engine: Engine, turn: Turn) -> StmContext:
         if count is None:
             count = plan.token_counter(hooks, turn.provider)
         if not within_budget(budget, count, nudge, same, other):
+            if order is None:
+                order = _category_order(engine, turn, profile, servers)
             other, same, newest = _fit(budget, count, turn, profile, shown, now, order,
                                        nudge=nudge, same_body=same_body, plan=plan)
 

@@ -1,10 +1,11 @@
 """What a build takes from the plugin set, looked up once per set.
 
-The mention converters, the token counters and the render memo depend only
-on the registered plugins, so a build reads them from one :class:`BuildPlan`, made again
-whenever the plugin set changes (:meth:`stm_core.hooks.Hooks.plugin_set_memo`):
-a plugin registered or removed between two turns is seen by the next one, and
-its texts are never served from the memo of the set before.
+The mention converters, the visibility policies, the token counters and the
+render memo depend only on the registered plugins, so a build reads them from
+one :class:`BuildPlan`, made again whenever the plugin set changes
+(:meth:`stm_core.hooks.Hooks.plugin_set_memo`): a plugin registered or removed
+between two turns is seen by the next one, and its texts are never served
+from the memo of the set before.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import attrs
 
 from stm_core.hooks import Hooks
 from stm_core.pipeline.render_memo import RenderMemo, new_render_memo
-from stm_core.plugin_types import MentionConverter, TokenCounter
+from stm_core.plugin_types import MentionConverter, TokenCounter, VisibilityPolicy
 
 #: Providers whose counter a plan keeps before it starts over (the names are
 #: the host's).
@@ -26,6 +27,8 @@ class BuildPlan:
 
     #: ``stm_mention_converters``, in hook order (stage 10).
     converters: tuple[MentionConverter, ...]
+    #: ``stm_visibility_policies``, in hook order (stage 5).
+    policies: tuple[VisibilityPolicy, ...]
     #: The texts rows rendered to under this plugin set (stages 7 and 8).
     memo: RenderMemo
     #: ``provider -> stm_token_counter``'s answer (stage 9b); a build reads
@@ -47,4 +50,5 @@ PLAN = "build plan"
 
 def make_plan(hooks: Hooks) -> BuildPlan:
     """The plan of the plugin set ``hooks`` has now (made on its first build)."""
-    return BuildPlan(converters=hooks.mention_converters(), memo=new_render_memo())
+    return BuildPlan(converters=hooks.mention_converters(),
+                     policies=hooks.visibility_policies(), memo=new_render_memo())

@@ -20,6 +20,12 @@ channels', nor expired ones stand in the way of a warm build. When rows a
 view dropped could still have made the cut (:func:`exact`), the walk runs
 again over the rows read from the database: the answer is always the one an
 unbounded cache would give.
+
+A build first asks :func:`cached_visible`, the walk when the cache holds
+everything it needs (the usual turn): no coroutine, no read. When it does
+not (an origin server's settings, a scope not read yet, rows a view dropped
+that could show), the build awaits :func:`newest_visible`, which reads them
+and runs the same helpers.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from stm_core.pipeline.gather import dm_candidates
 from stm_core.pipeline.load import Loaded
 from stm_core.pipeline.sortcap import first_visible
 from stm_core.pipeline.visibility import (
-    current_settings,
+    cached_origin_settings,
     origin_settings,
     visibility_context,
 )
@@ -63,27 +69,69 @@ OWN, FOLDED = 1, 0
 SCOPE_ROWS = 128
 
 
-async def newest_visible(engine: Engine, turn: Turn, loaded: Loaded
-                         ) -> tuple[list[MemoryRecord], dict[str, ServerSettings]]:
-    """The other-channel rows to show, newest first, and the origin servers' settings."""
-    env = engine.settings
-    policies = engine.hooks.visibility_policies()
+#: Stages 2 to 6's answer: the other-channel rows to show, newest first,
+#: and the settings of every server they come from.
+Visible = tuple[list[MemoryRecord], dict[str, ServerSettings]]
+
+
+def cached_visible(engine: Engine, turn: Turn, loaded: Loaded,
+                   policies: Sequence[VisibilityPolicy]) -> Visible | None:
+    """:func:`newest_visible` when the cache answers it alone (no read, no
+    coroutine): every origin server's settings are at hand, the scope the
+    walk needs is cached, and no row a view dropped could show. Else
+    ``None``: the caller awaits :func:`newest_visible`. The usual turn."""
+    few = _few(engine, turn, loaded)
+    profile = loaded.profile
+    servers = cached_origin_settings(turn, profile, few)
+    if servers is None:
+        return None
+    ctx = visibility_context(turn, profile, loaded.opt_in, servers)
+    server = loaded.server
+    # Most views dropped no row: no scope to walk, and nothing the walk could miss.
+    complete = server is not None and server.dropped_through is None
+    scoped = None
+    if not complete and server is not None and _may_miss(server, loaded.now_ms, engine.settings):
+        scoped = server.scoped(_scope(turn, policies, ctx))
+        if scoped is None:
+            return None
+    shown = _walk(engine, loaded, few, ctx, policies, scoped)
+    if complete and not loaded.opt_in:
+        return shown, servers
+    users_exact, own_exact = _exact(engine, loaded, shown, scoped)
+    return (shown, servers) if users_exact and own_exact else None
+
+
+async def newest_visible(engine: Engine, turn: Turn, loaded: Loaded,
+                         policies: Sequence[VisibilityPolicy]) -> Visible:
+    """The other-channel rows to show, newest first, and the origin servers'
+    settings, with the reads that make the answer the one an unbounded cache
+    gives (a build first asks :func:`cached_visible`)."""
     few, servers, ctx = await _candidates(engine, turn, loaded)
     server = loaded.server
     scoped = None
-    if server is not None and _may_miss(server, loaded.now_ms, env):
+    if server is not None and _may_miss(server, loaded.now_ms, engine.settings):
         scoped = await scoped_rows(engine, turn, loaded, server, _scope(turn, policies, ctx))
     shown = _walk(engine, loaded, few, ctx, policies, scoped)
-    users_exact = ((server is not None and not loaded.opt_in)
-                   or exact(loaded.user.memories, shown, env.max_other_channels, FOLDED,
-                            since_ms=loaded.now_ms - env.longest_ttl_ms))
-    own_exact = server is None or _own_exact(server, scoped, shown, loaded.now_ms, env)
+    users_exact, own_exact = _exact(engine, loaded, shown, scoped)
     if users_exact and own_exact:
         return shown, servers
     unbounded = await _unbounded(engine, turn, loaded, users=not users_exact,
                                  own=not own_exact)
     few, servers, ctx = await _candidates(engine, turn, unbounded)
     return _walk(engine, unbounded, few, ctx, policies, scoped if own_exact else None), servers
+
+
+def _exact(engine: Engine, loaded: Loaded, shown: list[MemoryRecord], scoped: ScopedRows | None
+           ) -> tuple[bool, bool]:
+    """Whether no row the user's view, and the server's view (or the scope
+    walked), dropped could be among ``shown``."""
+    server = loaded.server
+    env = engine.settings
+    users_exact = ((server is not None and not loaded.opt_in)
+                   or exact(loaded.user.memories, shown, env.max_other_channels, FOLDED,
+                            since_ms=loaded.now_ms - env.longest_ttl_ms))
+    own_exact = server is None or _own_exact(server, scoped, shown, loaded.now_ms, env)
+    return users_exact, own_exact
 
 
 def _scope(turn: Turn, policies: Sequence[VisibilityPolicy], ctx: VisibilityContext
@@ -186,19 +234,23 @@ def _all(rows: list[MemoryRecord]) -> MemoryView:
     return MemoryView(rows, max_rows=max(1, len(rows)))
 
 
+def _few(engine: Engine, turn: Turn, loaded: Loaded) -> list[MemoryRecord]:
+    """The folded or DM rows, filtered up front (gather, crossserver, expiry)."""
+    few = folded_rows(turn, loaded) if loaded.server is not None else dm_candidates(turn, loaded)
+    if few:  # none on the usual guild turn
+        env = engine.settings
+        few = drop_expired(few, loaded.now_ms, crude_ttl_ms=env.crude_ttl_ms,
+                           summary_ttl_ms=env.summary_ttl_ms)
+    return few
+
+
 async def _candidates(engine: Engine, turn: Turn, loaded: Loaded
                       ) -> tuple[list[MemoryRecord], dict[str, ServerSettings],
                                  VisibilityContext]:
     """The folded or DM rows (filtered up front), the settings of every
     server they come from, and the policies' context."""
-    env = engine.settings
-    few = folded_rows(turn, loaded) if loaded.server is not None else dm_candidates(turn, loaded)
-    # No folded or DM rows (the usual guild turn): no other server's settings.
-    if few:
-        few = drop_expired(few, loaded.now_ms, crude_ttl_ms=env.crude_ttl_ms,
-                           summary_ttl_ms=env.summary_ttl_ms)
-    servers = (await origin_settings(engine, turn, loaded.profile, few) if few
-               else current_settings(turn, loaded.profile))
+    few = _few(engine, turn, loaded)
+    servers = await origin_settings(engine, turn, loaded.profile, few)
     return few, servers, visibility_context(turn, loaded.profile, loaded.opt_in, servers)
 
 

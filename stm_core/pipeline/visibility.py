@@ -11,7 +11,7 @@ calls them directly with one context per build (no closure per row).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from stm_core.models import Turn
@@ -36,22 +36,34 @@ def current_is_private(turn: Turn, profile: ServerProfile) -> bool:
     return turn.channel_id in private or (parent is not None and parent in private)
 
 
-def current_settings(turn: Turn, profile: ServerProfile) -> dict[str, ServerSettings]:
-    """The current server's settings by its id (none in a DM)."""
-    if turn.server_id is not None and profile.settings is not None:
-        return {turn.server_id: profile.settings}
-    return {}
+def cached_origin_settings(turn: Turn, profile: ServerProfile,
+                           candidates: Sequence[MemoryRecord]) -> dict[str, ServerSettings] | None:
+    """The current server's settings by its id (none in a DM), and those of
+    every server a candidate comes from, when no read is needed: every
+    candidate comes from a DM or the current server. Else ``None``."""
+    server_id, settings = turn.server_id, profile.settings
+    servers = {server_id: settings} if server_id is not None and settings is not None else {}
+    for r in candidates:
+        if _to_load(r.key.server_id, servers):
+            return None
+    return servers
 
 
 async def origin_settings(engine: Engine, turn: Turn, profile: ServerProfile,
                           candidates: list[MemoryRecord]) -> dict[str, ServerSettings]:
     """Settings of the current server and of every server a candidate comes from."""
-    servers = current_settings(turn, profile)
+    servers = cached_origin_settings(turn, profile, ())
+    assert servers is not None  # no candidate: nothing to read
     for r in candidates:
         origin = r.key.server_id
-        if origin != DM_SERVER and origin not in servers:
+        if _to_load(origin, servers):
             servers[origin] = await engine.server_settings(origin)
     return servers
+
+
+def _to_load(origin: str, servers: Mapping[str, ServerSettings]) -> bool:
+    """Policies need the settings of ``origin``, not among ``servers`` yet."""
+    return origin != DM_SERVER and origin not in servers
 
 
 def visibility_context(turn: Turn, profile: ServerProfile, opt_in: bool,

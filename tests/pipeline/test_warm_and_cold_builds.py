@@ -30,7 +30,9 @@ from hypothesis import strategies as st
 from hookspecs import hookimpl
 from stm_core.clock import ManualClock
 from stm_core.models import StmContext
+from stm_core.pipeline.load import warm_load
 from stm_core.pipeline.plan import MAX_PROVIDERS, PLAN, make_plan
+from stm_core.pipeline.recent import cached_visible, newest_visible
 from stm_core.plugin_types import MentionConverter, VisibilityPolicy
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
@@ -388,6 +390,49 @@ async def test_a_new_plugin_set_gets_a_new_plan(open_stm: OpenStm) -> None:
         stm.pm.unregister(name="shout")
         assert stm.hooks.plugin_set_memo(PLAN, make_plan, stm.hooks) is not shouted
         assert await stm.build_context(make_turn()) == first
+
+
+async def test_a_policy_registered_between_warm_builds_hides_rows_at_once(
+        open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        await write(stm, server_key("c3"), summary="in c3")
+        await write(stm, server_key("c4"), summary="in c4")
+        before = await stm.build_context(make_turn())
+        assert "in c3" in before.memory_items[0].text
+        assert "in c4" in before.memory_items[0].text
+        stm.pm.register(HideC3(), name="hide-c3")
+        hidden = await stm.build_context(make_turn())
+        assert "in c3" not in hidden.memory_items[0].text
+        assert "in c4" in hidden.memory_items[0].text
+        stm.pm.unregister(name="hide-c3")
+        assert await stm.build_context(make_turn()) == before
+
+
+async def test_the_cache_answers_the_walk_unless_an_origin_must_be_read(
+        open_stm: OpenStm) -> None:
+    async with open_stm("memory://") as stm:
+        await write(stm, server_key("c3"), summary="in c3")
+        await write(stm, user_key("far", server="elsewhere"), summary="far away")
+        turn = make_turn()
+        await stm.build_context(turn)  # views and settings cached
+        plan = stm.hooks.plugin_set_memo(PLAN, make_plan, stm.hooks)
+        loaded = warm_load(stm, turn, "alice")
+        assert loaded is not None
+        found = cached_visible(stm, turn, loaded, plan.policies)
+        assert found is not None
+        assert found == await newest_visible(stm, turn, loaded, plan.policies)
+        assert [r.summary for r in found[0]] == ["in c3"]
+        # Opted in, the row of another server folds in: its server's settings
+        # are read by the walk that may await, which shows it.
+        await set_opt_in(stm)
+        loaded = warm_load(stm, turn, "alice")
+        assert loaded is not None
+        assert cached_visible(stm, turn, loaded, plan.policies) is None
+        shown, servers = await newest_visible(stm, turn, loaded, plan.policies)
+        # Written at one time: the server's own row first.
+        assert [r.summary for r in shown] == ["in c3", "far away"]
+        assert set(servers) == {GUILD, "elsewhere"}
+        assert "far away" in (await stm.build_context(make_turn())).memory_items[0].text
 
 
 async def test_the_plan_keeps_a_bounded_number_of_counters(open_stm: OpenStm) -> None:
