@@ -28,6 +28,12 @@ def lazy_module(name: str) -> ModuleType:
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None:
         raise ImportError(f"no module named {name!r}", name=name)
+    if spec.submodule_search_locations is not None:
+        # Importing one of its modules reads the package's __path__, which
+        # runs it, and then installs that module over any lazy one the
+        # package's code bound meanwhile: two copies of one module.
+        raise ImportError(f"{name!r} is a package: bind one of its modules lazily instead",
+                          name=name)
     # A duck-typed loader: importing importlib.abc to subclass its Loader
     # would cost a quick command more than everything this module saves it.
     loader = importlib.util.LazyLoader(cast("Loader", _BindOnLoad(spec.loader)))

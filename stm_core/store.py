@@ -63,15 +63,14 @@ from stm_core.storage.records import (
 )
 
 if TYPE_CHECKING:
-    from stm_core import admin as admin_calls
     from stm_core import invalidation, record
     from stm_core import janitor as purging
+    from stm_core.admin import Admin
     from stm_core.pipeline import build
     from stm_core.tool import apply, gate, schema
 else:
     # The facade's parts, bound at import and run on first use: a short
     # ``stm`` command opens a store and builds no context, runs no janitor.
-    admin_calls = lazy_module("stm_core.admin")
     build = lazy_module("stm_core.pipeline.build")
     invalidation = lazy_module("stm_core.invalidation")
     purging = lazy_module("stm_core.janitor")
@@ -94,7 +93,7 @@ class Stm:
                  settings: Settings | None = None, clock: Clock | None = None) -> None:
         self.engine = Engine(adapter, pm=pm, settings=settings, clock=clock)
         self.schema_status: SchemaStatus | None = None
-        self._admin: admin_calls.Admin | None = None
+        self._admin: Admin | None = None
         self._janitor: purging.Janitor | None = None
         #: Hears other processes' writes (PostgreSQL); ``None`` when alone.
         self.listener: invalidation.InvalidationListener | None = None
@@ -260,10 +259,14 @@ class Stm:
         return result
 
     @property
-    def admin(self) -> admin_calls.Admin:
+    def admin(self) -> Admin:
         """Settings, categories, prompts, privacy and memory edits."""
         if self._admin is None:
-            self._admin = admin_calls.Admin(self.engine)
+            # Imported here, not bound lazily: a package bound by lazy_module
+            # would be loaded twice when one of its modules is imported first.
+            from stm_core.admin import Admin
+
+            self._admin = Admin(self.engine)
         return self._admin
 
     @property
