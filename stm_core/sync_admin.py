@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from stm_core.admin import history, user_data, values
     from stm_core.admin.params import ServerParams
-    from stm_core.plugin_types import Actor
+    from stm_core.plugins.types import Actor
     from stm_core.sync_session import SyncSession
 
 
