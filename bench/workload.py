@@ -129,10 +129,12 @@ def build_turn(server: str, channel: str, names: dict[str, str]) -> Turn:
 
 
 def history(seed: int) -> tuple[HistoryMessage, ...]:
-    """The window a host used for a turn: 9 messages, so with the reply 10 are kept."""
+    """The window a host used for a turn: 9 messages, so with the reply 10 are
+    kept; the user's lines carry their author, as the host guide asks."""
     return tuple(HistoryMessage(author_type="user" if k % 2 == 0 else "persona",
                                 content=message_text(seed + k),
-                                speaker_name=USER_NAME if k % 2 == 0 else BOT)
+                                speaker_name=USER_NAME if k % 2 == 0 else BOT,
+                                author_id=USER_ID if k % 2 == 0 else None)
                  for k in range(MESSAGES - 1))
 
 
@@ -151,7 +153,8 @@ def messages_payload(hist: Sequence[HistoryMessage], resp: Sequence[PersonaRespo
     as the same bytes."""
     items: list[dict[str, Any]] = [
         {"role": "user" if m.author_type == "user" else "model", "content": m.content,
-         "speaker_name": m.speaker_name, "timestamp_ms": now_ms} for m in hist]
+         "speaker_name": m.speaker_name, "timestamp_ms": now_ms,
+         **({"author_id": m.author_id} if m.author_id is not None else {})} for m in hist]
     items.extend({"role": "model", "content": r.content, "speaker_name": r.persona_name,
                   "timestamp_ms": now_ms} for r in resp)
     return _encode(items[-MESSAGES:])
