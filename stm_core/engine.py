@@ -429,8 +429,7 @@ class Engine:
         if finished:
             cache.forget_older_than(cutoff_ms, since)
             return
-        keys = [k for view in cache.servers.values()
-                for k, r in view.records.items() if r.updated_at_ms < cutoff_ms]
+        keys = [k for view in cache.servers.values() for k in view.keys_older_than(cutoff_ms)]
         keys += [k for user in cache.users.values()
                  for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
         if keys:
