@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 def lazy_module(name: str) -> ModuleType:
     """``name`` as a module object that imports itself when first used."""
     loaded = sys.modules.get(name)
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.find_spec(name)
+    # object's own lookup: reading an attribute of a lazy module would load it.
+    spec = (object.__getattribute__(loaded, "__spec__") if loaded is not None
+            else importlib.util.find_spec(name))
     if spec is None or spec.loader is None:
         raise ImportError(f"no module named {name!r}", name=name)
     if spec.submodule_search_locations is not None:
@@ -34,6 +34,8 @@ def lazy_module(name: str) -> ModuleType:
         # package's code bound meanwhile: two copies of one module.
         raise ImportError(f"{name!r} is a package: bind one of its modules lazily instead",
                           name=name)
+    if loaded is not None:
+        return loaded
     # A duck-typed loader: importing importlib.abc to subclass its Loader
     # would cost a quick command more than everything this module saves it.
     loader = importlib.util.LazyLoader(cast("Loader", _BindOnLoad(spec.loader)))
