@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stm_core import telemetry
+from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.expiry import is_shown
 from stm_core.pipeline.sortcap import first_visible
@@ -77,3 +79,19 @@ def test_the_walks_expiry_test_is_is_shown(record: MemoryRecord, crude: int, sum
                            summary_ttl_ms=summary)
     assert (walked == [record]) == is_shown(record, now, crude_ttl_ms=crude,
                                             summary_ttl_ms=summary)
+
+
+async def test_a_cached_row_is_read_without_the_database(stm: Stm,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tool's and record's read of a row's counter comes from the warm view:
+    it answers while the database cannot."""
+    key = server_key(GENERAL)
+    await capture(stm, key, ("user", "Bob", "hello"))
+    await stm.engine.server_memories(key.server_id)
+    stored = await stm.adapter.get_memory(key)
+
+    async def unreachable(_key: MemoryKey) -> MemoryRecord | None:
+        raise StorageError("the database went away")
+
+    monkeypatch.setattr(stm.adapter, "get_memory", unreachable)
+    assert await stm.engine.live_record(key) == stored

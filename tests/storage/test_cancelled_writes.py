@@ -221,3 +221,21 @@ async def test_a_user_delete_that_fails_reloads_that_users_view_and_no_other(
         assert stm.cache.users.peek("u2") is other
         assert stm.cache.servers.peek("g1") is server
         assert not (await stm.engine.user_view("u1")).memories.records
+
+
+async def test_a_failed_sqlite_write_raises_our_error_and_drops_its_view(
+        open_stm: OpenStm, tmp_path: Path) -> None:
+    """The caller waits for a write that fails: it gets the storage error, and
+    the view the write may have changed reloads."""
+    async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
+        assert reports_write_outcomes(stm.adapter)
+        await stm.engine.server_memories("g1")
+        users = await stm.engine.user_view("u1")
+        # SQLite cannot bind an object: the write fails in the writer thread.
+        bad = CaptureWrite(key=MemoryKey.server("g1", "c1", "p1"), messages=(),
+                           now_ms=stm.clock.now_ms(),
+                           parent_channel_id=object())  # type: ignore[arg-type]
+        with pytest.raises(StorageError):
+            await stm.engine.capture([bad])
+        assert stm.cache.servers.peek("g1") is None
+        assert stm.cache.users.peek("u1") is users
