@@ -45,6 +45,23 @@ async def test_a_warm_guild_turn_counts_three_hits_and_no_miss(stm: Stm) -> None
     assert profile is await stm.engine.profile_for(turn.server_id)
 
 
+async def test_a_warm_dm_turn_counts_one_user_hit_and_no_miss(stm: Stm) -> None:
+    turn = make_turn(server_id=None)
+    await stm.build_context(turn)  # loads the user's view
+    hits, misses = stm.cache.stats.hits, stm.cache.stats.misses
+    before = counts()
+    warm = stm.engine.warm_turn_state(None, "alice")
+    assert warm is not None
+    profile, user, server = warm
+    assert user is stm.cache.users.peek("alice") and server is None
+    assert (stm.cache.stats.hits, stm.cache.stats.misses) == (hits + 1, misses)
+    after = counts()
+    assert {k: after[k] - before[k] for k in after} == {
+        "settings_hits": 0, "settings_misses": 0, "server_hits": 0, "server_misses": 0,
+        "user_hits": 1, "user_misses": 0}
+    assert profile is await stm.engine.profile_for(None)
+
+
 async def test_a_cold_state_is_not_counted_and_the_loaders_read_it(stm: Stm) -> None:
     stm.cache.clear()
     hits = stm.cache.stats.hits
