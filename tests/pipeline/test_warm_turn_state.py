@@ -62,6 +62,34 @@ async def test_a_warm_dm_turn_counts_one_user_hit_and_no_miss(stm: Stm) -> None:
     assert profile is await stm.engine.profile_for(None)
 
 
+async def test_each_cached_read_counts_one_hit(stm: Stm) -> None:
+    guild = make_turn().server_id or ""
+    await stm.engine.user_view("alice")
+    await stm.engine.server_memories(guild)
+    await stm.engine.server_settings(guild)
+    await stm.build_context(make_turn())  # warm: hits are counted already
+    hits, misses, before = stm.cache.stats.hits, stm.cache.stats.misses, counts()
+    assert hits > 0
+    await stm.engine.user_view("alice")
+    await stm.engine.server_memories(guild)
+    await stm.engine.server_settings(guild)
+    assert (stm.cache.stats.hits, stm.cache.stats.misses) == (hits + 3, misses)
+    after = counts()
+    assert {k: after[k] - before[k] for k in after} == {
+        "settings_hits": 1, "settings_misses": 0, "server_hits": 1, "server_misses": 0,
+        "user_hits": 1, "user_misses": 0}
+
+
+async def test_a_server_whose_settings_left_the_cache_is_not_warm(stm: Stm) -> None:
+    """Its memory view alone is not enough: the profile needs its settings
+    (another process may have changed them), so the loaders read them."""
+    turn = make_turn()
+    await stm.build_context(turn)
+    stm.cache.drop_settings(turn.server_id or "")
+    assert stm.cache.servers.peek(turn.server_id or "") is not None
+    assert stm.engine.warm_turn_state(turn.server_id, "alice") is None
+
+
 async def test_a_cold_state_is_not_counted_and_the_loaders_read_it(stm: Stm) -> None:
     stm.cache.clear()
     hits = stm.cache.stats.hits
