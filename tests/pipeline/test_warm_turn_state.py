@@ -80,6 +80,22 @@ async def test_each_cached_read_counts_one_hit(stm: Stm) -> None:
         "user_hits": 1, "user_misses": 0}
 
 
+async def test_each_cold_read_counts_one_miss(stm: Stm) -> None:
+    guild = make_turn().server_id or ""
+    await stm.build_context(make_turn())
+    stm.cache.clear()
+    hits, misses, before = stm.cache.stats.hits, stm.cache.stats.misses, counts()
+    assert misses > 0
+    await stm.engine.user_view("alice")
+    await stm.engine.server_memories(guild)
+    await stm.engine.server_settings(guild)
+    assert (stm.cache.stats.hits, stm.cache.stats.misses) == (hits, misses + 3)
+    after = counts()
+    assert {k: after[k] - before[k] for k in after} == {
+        "settings_hits": 0, "settings_misses": 1, "server_hits": 0, "server_misses": 1,
+        "user_hits": 0, "user_misses": 1}
+
+
 async def test_a_server_whose_settings_left_the_cache_is_not_warm(stm: Stm) -> None:
     """Its memory view alone is not enough: the profile needs its settings
     (another process may have changed them), so the loaders read them."""
