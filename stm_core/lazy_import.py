@@ -6,18 +6,10 @@ to the real import as well, so type checkers see the module itself. Once it
 has run, the module is also bound on its package (``package.child``), as an
 import would have done; not before, so code that walks the package's names
 (pluggy registering it as a plugin, ``dir``) never loads it by accident.
-
-A package is not put in ``sys.modules`` until it runs: to import one of its
-modules, the import system reads the package's ``__path__``, and a lazy
-package would then run in the middle of that import, after the import system
-had checked ``sys.modules`` for the module. Whatever the package binds
-lazily there (``stm_core.admin`` binds ``stm_core.admin.history``) would be
-replaced by a second copy of the module.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import sys
 from types import ModuleType
@@ -36,8 +28,6 @@ def lazy_module(name: str) -> ModuleType:
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None:
         raise ImportError(f"no module named {name!r}", name=name)
-    if spec.submodule_search_locations is not None:
-        return _DeferredPackage(name)
     # A duck-typed loader: importing importlib.abc to subclass its Loader
     # would cost a quick command more than everything this module saves it.
     loader = importlib.util.LazyLoader(cast("Loader", _BindOnLoad(spec.loader)))
@@ -46,13 +36,6 @@ def lazy_module(name: str) -> ModuleType:
     sys.modules[name] = module
     loader.exec_module(module)
     return module
-
-
-class _DeferredPackage(ModuleType):
-    """A package imported, the ordinary way, when one of its names is first read."""
-
-    def __getattr__(self, attr: str) -> object:
-        return getattr(importlib.import_module(self.__name__), attr)
 
 
 class _BindOnLoad:

@@ -97,31 +97,6 @@ def test_a_package_walked_as_a_plugin_does_not_load_its_lazy_modules() -> None:
     assert out == "[]"
 
 
-def test_a_tool_call_first_then_admin_history_works_in_a_fresh_process() -> None:
-    """A store's first call a tool call, then an admin edit: the tool's import
-    of ``stm_core.admin.history`` runs the admin package (bound lazily by the
-    store) in the middle of that import; the admin API must still get the one
-    ``history`` module that ``sys.modules`` holds."""
-    out = run_fresh("""
-        import asyncio
-        from stm_core.clock import ManualClock
-        from stm_core.models import Turn
-        from stm_core.store import open_store
-
-        async def main():
-            async with open_store("memory://", clock=ManualClock(),
-                                  load_entrypoints=False) as stm:
-                turn = Turn(user_id="u1", channel_id="c1", server_id="g1", has_tools=True)
-                assert (await stm.apply_tool_call(turn, {"summary": "by the tool"})).ok
-                await stm.admin.edit_memory(channel_id="c1", server_id="g1", summary="by hand")
-                view = await stm.admin.view_memory(channel_id="c1", server_id="g1")
-                print(view.text)
-
-        asyncio.run(main())
-    """)
-    assert "by hand" in out and "by the tool" not in out
-
-
 def test_every_admin_method_s_annotations_resolve_for_introspection() -> None:
     """Documentation tools and hosts read ``typing.get_type_hints`` of the API."""
     import inspect
