@@ -46,6 +46,9 @@ async def test_moved_methods_warn_and_answer_as_the_engine(open_stm: OpenStm) ->
             assert await stm.live_record(key) == written
         with pytest.warns(DeprecationWarning, match=r"stm\.engine\.server_memories"):
             assert (await stm.server_memories("g")) is await stm.engine.server_memories("g")
+        with pytest.warns(DeprecationWarning, match=r"stm\.engine\.servers_settings"):
+            both = await stm.servers_settings(["g", "h", "g"])
+        assert {sid: s.server_id for sid, s in both.items()} == {"g": "g", "h": "h"}
         turn = Turn(user_id="u", channel_id="c", server_id="g")
         with pytest.warns(DeprecationWarning, match=r"stm\.engine\.mark_tool_used"):
             stm.mark_tool_used(turn)

@@ -152,10 +152,8 @@ async def forget_user(engine: Engine, user_id: str, *, dry_run: bool) -> ForgetR
         raise StorageError(f"user {user_id}'s lines are still being written (the host's "
                            "history windows still hold them); run forget again once they "
                            "are gone from the host")
-    try:
-        prefs_removed = await erasure.delete_user_prefs(user_id)
-    finally:
-        engine.cache.drop_user(user_id)  # their view reloads with default preferences
+    # Their view reloads with the default preferences.
+    prefs_removed = await engine.erase_prefs(user_id, lambda: erasure.delete_user_prefs(user_id))
     unchecked, unchecked_count = await unchecked_lines(engine, user_id, [*removed, *changed])
     log.info("user %s forgotten: %d own rows, %d lines in %d other rows, preferences %s; "
              "%d lines without an author id in %d rows of their channels not checked",

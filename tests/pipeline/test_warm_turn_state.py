@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stm_core import telemetry
+from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.expiry import is_shown
 from stm_core.pipeline.sortcap import first_visible
@@ -43,6 +45,67 @@ async def test_a_warm_guild_turn_counts_three_hits_and_no_miss(stm: Stm) -> None
     assert profile is await stm.engine.profile_for(turn.server_id)
 
 
+async def test_a_warm_dm_turn_counts_one_user_hit_and_no_miss(stm: Stm) -> None:
+    turn = make_turn(server_id=None)
+    await stm.build_context(turn)  # loads the user's view
+    hits, misses = stm.cache.stats.hits, stm.cache.stats.misses
+    before = counts()
+    warm = stm.engine.warm_turn_state(None, "alice")
+    assert warm is not None
+    profile, user, server = warm
+    assert user is stm.cache.users.peek("alice") and server is None
+    assert (stm.cache.stats.hits, stm.cache.stats.misses) == (hits + 1, misses)
+    after = counts()
+    assert {k: after[k] - before[k] for k in after} == {
+        "settings_hits": 0, "settings_misses": 0, "server_hits": 0, "server_misses": 0,
+        "user_hits": 1, "user_misses": 0}
+    assert profile is await stm.engine.profile_for(None)
+
+
+async def test_each_cached_read_counts_one_hit(stm: Stm) -> None:
+    guild = make_turn().server_id or ""
+    await stm.engine.user_view("alice")
+    await stm.engine.server_memories(guild)
+    await stm.engine.server_settings(guild)
+    await stm.build_context(make_turn())  # warm: hits are counted already
+    hits, misses, before = stm.cache.stats.hits, stm.cache.stats.misses, counts()
+    assert hits > 0
+    await stm.engine.user_view("alice")
+    await stm.engine.server_memories(guild)
+    await stm.engine.server_settings(guild)
+    assert (stm.cache.stats.hits, stm.cache.stats.misses) == (hits + 3, misses)
+    after = counts()
+    assert {k: after[k] - before[k] for k in after} == {
+        "settings_hits": 1, "settings_misses": 0, "server_hits": 1, "server_misses": 0,
+        "user_hits": 1, "user_misses": 0}
+
+
+async def test_each_cold_read_counts_one_miss(stm: Stm) -> None:
+    guild = make_turn().server_id or ""
+    await stm.build_context(make_turn())
+    stm.cache.clear()
+    hits, misses, before = stm.cache.stats.hits, stm.cache.stats.misses, counts()
+    assert misses > 0
+    await stm.engine.user_view("alice")
+    await stm.engine.server_memories(guild)
+    await stm.engine.server_settings(guild)
+    assert (stm.cache.stats.hits, stm.cache.stats.misses) == (hits, misses + 3)
+    after = counts()
+    assert {k: after[k] - before[k] for k in after} == {
+        "settings_hits": 0, "settings_misses": 1, "server_hits": 0, "server_misses": 1,
+        "user_hits": 0, "user_misses": 1}
+
+
+async def test_a_server_whose_settings_left_the_cache_is_not_warm(stm: Stm) -> None:
+    """Its memory view alone is not enough: the profile needs its settings
+    (another process may have changed them), so the loaders read them."""
+    turn = make_turn()
+    await stm.build_context(turn)
+    stm.cache.drop_settings(turn.server_id or "")
+    assert stm.cache.servers.peek(turn.server_id or "") is not None
+    assert stm.engine.warm_turn_state(turn.server_id, "alice") is None
+
+
 async def test_a_cold_state_is_not_counted_and_the_loaders_read_it(stm: Stm) -> None:
     stm.cache.clear()
     hits = stm.cache.stats.hits
@@ -77,3 +140,19 @@ def test_the_walks_expiry_test_is_is_shown(record: MemoryRecord, crude: int, sum
                            summary_ttl_ms=summary)
     assert (walked == [record]) == is_shown(record, now, crude_ttl_ms=crude,
                                             summary_ttl_ms=summary)
+
+
+async def test_a_cached_row_is_read_without_the_database(stm: Stm,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tool's and record's read of a row's counter comes from the warm view:
+    it answers while the database cannot."""
+    key = server_key(GENERAL)
+    await capture(stm, key, ("user", "Bob", "hello"))
+    await stm.engine.server_memories(key.server_id)
+    stored = await stm.adapter.get_memory(key)
+
+    async def unreachable(_key: MemoryKey) -> MemoryRecord | None:
+        raise StorageError("the database went away")
+
+    monkeypatch.setattr(stm.adapter, "get_memory", unreachable)
+    assert await stm.engine.live_record(key) == stored

@@ -10,10 +10,11 @@ from pathlib import Path
 import attrs
 import pytest
 
+from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage
 from stm_core.settings import Settings
 from stm_core.storage.protocol import WriteReport, reports_write_outcomes
-from stm_core.storage.records import CaptureWrite, MemoryKey, MemoryRecord
+from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey, MemoryRecord
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
 from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
 from tests.conftest import OpenStm
@@ -154,3 +155,92 @@ async def test_sqlite_write_that_fails_after_its_caller_was_cancelled_drops_the_
             await asyncio.sleep(0.005)
         assert stm.cache.servers.get("g1") is None
         assert adapter.writer.stats.failed_jobs == 1
+
+
+def _write(key: MemoryKey, now_ms: int) -> CaptureWrite:
+    message = CrudeMessage(role="user", content="hi", speaker_name="Ann", timestamp_ms=now_ms)
+    return CaptureWrite(key=key, messages=(message,), now_ms=now_ms, counter_increment=1)
+
+
+async def test_a_write_that_commits_then_fails_after_its_caller_was_cancelled_drops_its_view(
+        open_stm: OpenStm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An adapter without reported writes: the write goes on in a task of its
+    own, and when it fails (here after its commit, as when the connection is
+    lost during COMMIT) the views of its keys drop, so the next read shows
+    what the database holds."""
+    async with open_stm("memory://") as stm:
+        assert not reports_write_outcomes(stm.adapter)
+        key = MemoryKey.server("g1", "c1", "p1")
+        view = await stm.engine.server_memories("g1")
+        users = await stm.engine.user_view("u1")
+        commit = asyncio.Event()
+        real_capture = stm.adapter.capture
+
+        async def commit_then_lose(writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
+            await commit.wait()
+            await real_capture(writes)
+            raise StorageError("the connection was lost during COMMIT")
+
+        monkeypatch.setattr(stm.adapter, "capture", commit_then_lose)
+        caller = asyncio.create_task(stm.engine.capture([_write(key, stm.clock.now_ms())]))
+        await asyncio.sleep(0)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert stm.cache.servers.peek("g1") is view
+        commit.set()
+        for _ in range(200):
+            if stm.cache.servers.peek("g1") is None:
+                break
+            await asyncio.sleep(0.005)
+        assert stm.cache.servers.peek("g1") is None
+        assert stm.cache.users.peek("u1") is users  # not a scope of the write
+        monkeypatch.undo()
+        assert key in (await stm.engine.server_memories("g1")).records
+
+
+async def test_a_user_delete_that_fails_reloads_that_users_view_and_no_other(
+        open_stm: OpenStm, sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which of the user's rows went is unknown: their view reloads; the views
+    of other users and of servers hold none of those rows and stay."""
+    async with open_stm(sqlite_url) as stm:
+        now = stm.clock.now_ms()
+        for user in ("u1", "u2"):
+            await stm.engine.capture([_write(MemoryKey.user(user, "c1", None, "g1"), now)])
+        await stm.engine.capture([_write(MemoryKey.server("g1", "c1", None), now)])
+        server = await stm.engine.server_memories("g1")
+        other = await stm.engine.user_view("u2")
+        await stm.engine.user_view("u1")
+        real_delete = stm.adapter.delete_memories
+
+        async def delete_then_lose(flt: MemoryFilter) -> list[MemoryKey]:
+            await real_delete(flt)
+            raise StorageError("the connection was lost during COMMIT")
+
+        monkeypatch.setattr(stm.adapter, "delete_memories", delete_then_lose)
+        with pytest.raises(StorageError):
+            await stm.engine.delete_memories(MemoryFilter(user_id="u1", scope_kind="user"))
+        monkeypatch.undo()
+
+        assert stm.cache.users.peek("u1") is None
+        assert stm.cache.users.peek("u2") is other
+        assert stm.cache.servers.peek("g1") is server
+        assert not (await stm.engine.user_view("u1")).memories.records
+
+
+async def test_a_failed_sqlite_write_raises_our_error_and_drops_its_view(
+        open_stm: OpenStm, tmp_path: Path) -> None:
+    """The caller waits for a write that fails: it gets the storage error, and
+    the view the write may have changed reloads."""
+    async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
+        assert reports_write_outcomes(stm.adapter)
+        await stm.engine.server_memories("g1")
+        users = await stm.engine.user_view("u1")
+        # SQLite cannot bind an object: the write fails in the writer thread.
+        bad = CaptureWrite(key=MemoryKey.server("g1", "c1", "p1"), messages=(),
+                           now_ms=stm.clock.now_ms(),
+                           parent_channel_id=object())  # type: ignore[arg-type]
+        with pytest.raises(StorageError):
+            await stm.engine.capture([bad])
+        assert stm.cache.servers.peek("g1") is None
+        assert stm.cache.users.peek("u1") is users

@@ -162,3 +162,23 @@ async def test_closing_the_store_stops_the_janitor(open_stm: OpenStm, sqlite_url
     async with open_stm(sqlite_url, start_janitor=True) as stm:
         assert stm.janitor.running
     assert not stm.janitor.running
+
+
+async def test_a_stopped_purge_reloads_the_views_it_may_have_touched_and_no_other(
+        open_stm: OpenStm, sqlite_url: str, clock: ManualClock) -> None:
+    """A purge stopped half-way deleted an unknown part of the rows older than
+    its cutoff: the views holding such a row reload; a view whose rows are all
+    at the cutoff or newer is kept (the purge never deletes those)."""
+    async with open_stm(sqlite_url, settings=SETTINGS) as stm:
+        await stm.engine.capture(turn("c1", guild="g1", user="u1", now=clock.now_ms()))
+        await stm.engine.capture(turn("c1", guild="g2", user="u2", now=clock.now_ms() + 1))
+        views = {g: await stm.engine.server_memories(g) for g in ("g1", "g2")}
+        users = {u: await stm.engine.user_view(u) for u in ("u1", "u2")}
+        since = stm.engine.change_mark()
+
+        stm.engine.purged(clock.now_ms() + 1, since, finished=False)
+
+        assert stm.cache.servers.peek("g1") is None
+        assert stm.cache.users.peek("u1") is None
+        assert stm.cache.servers.peek("g2") is views["g2"]
+        assert stm.cache.users.peek("u2") is users["u2"]
