@@ -567,7 +567,24 @@ def _concurrency_section(r: dict[str, Any]) -> list[str]:
             f"{_fmt(cpu['floor_turns'])} |",
             f"| writes only | {_fmt(rate['stm_writes'])} | {_fmt(rate['floor_writes'])} | "
             f"{_fmt(r.get('concurrent_write_throughput_ratio'))} | {_fmt(cpu['stm_writes'])} | "
-            f"{_fmt(cpu['floor_writes'])} |"]
+            f"{_fmt(cpu['floor_writes'])} |",
+            f"| whole host turns, the floor that batches best | {_fmt(rate['stm_turns'])} | "
+            f"{_fmt(rate['best_floor_turns'])} | "
+            f"{_fmt(r.get('concurrent_throughput_ratio_best'))} | {_fmt(cpu['stm_turns'])} | "
+            f"{_fmt(cpu['best_floor_turns'])} |", *_collector_lines(c)]
+
+
+def _collector_lines(c: dict[str, Any]) -> list[str]:
+    """The garbage collector's share of the concurrent runs (when measured)."""
+    passes, spent = c.get("gc_passes_per_1000_turns"), c.get("gc_us_per_turn")
+    if not passes or not spent:
+        return []
+    return ["", "Garbage collection in these runs (passes of any generation per 1,000 "
+            "turns; their wall µs per turn): "
+            + ", ".join(f"{name} {_fmt(passes[name])} ({_fmt(spent[name])} µs)"
+                        for name in ("stm_turns", "floor_turns", "best_floor_turns",
+                                     "stm_writes", "floor_writes", "best_floor_writes")
+                        if name in passes and name in spent) + "."]
 
 
 def _turn_split_section(r: dict[str, Any]) -> list[str]:

@@ -9,11 +9,12 @@ bare driver. Also the concurrent throughput of 100 channels at once.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import statistics
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -419,17 +420,45 @@ async def _postgres_ratio(cfg: RunConfig, load: Workload, admin: Any, dsn: str,
 
 
 async def _throughput(run: Callable[[int], Awaitable[object]], tasks: int,
-                      per_task: int) -> tuple[float, float]:
-    """Turns per second and CPU microseconds per turn of ``tasks`` channels at once."""
+                      per_task: int) -> tuple[float, float, float, float]:
+    """Turns per second, CPU microseconds per turn, garbage collections per
+    1,000 turns and their microseconds per turn, of ``tasks`` channels at once."""
     async def channel(c: int) -> None:
         for k in range(per_task):
             await run(c + k * tasks)
 
-    start, cpu = time.perf_counter(), time.process_time()
-    await asyncio.gather(*(channel(c) for c in range(tasks)))
-    turns = tasks * per_task
-    return (turns / (time.perf_counter() - start),
-            (time.process_time() - cpu) * 1e6 / turns)
+    with CollectorWatch() as collector:
+        start, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(channel(c) for c in range(tasks)))
+        turns = tasks * per_task
+        elapsed, used = time.perf_counter() - start, time.process_time() - cpu
+    return (turns / elapsed, used * 1e6 / turns, collector.passes * 1000 / turns,
+            collector.seconds * 1e6 / turns)
+
+
+class CollectorWatch:
+    """Counts the garbage collector's passes (any generation) while entered,
+    and the time they took. With many turns in flight, every object a turn
+    keeps alive across its write counts towards the next pass."""
+
+    def __init__(self) -> None:
+        self.passes = 0
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def _seen(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.passes += 1
+            self.seconds += time.perf_counter() - self._started
+
+    def __enter__(self) -> CollectorWatch:
+        gc.callbacks.append(self._seen)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        gc.callbacks.remove(self._seen)
 
 
 async def concurrent_throughput(cfg: RunConfig) -> dict[str, Any]:
@@ -449,7 +478,7 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
                                  writes: Workload) -> dict[str, Any]:
     tasks, per_task = cfg.concurrent_tasks, cfg.concurrent_turns
     clock = ManualClock(w.EPOCH_MS)
-    rates: dict[str, list[tuple[float, float]]] = {
+    rates: dict[str, list[tuple[float, float, float, float]]] = {
         name: [] for group in PAIRS for name in group}
     writer = await thread_writer(cfg.workdir / "floor_concurrent.db", clock)
     best = await thread_writer(cfg.workdir / "floor_concurrent_best.db", clock,
@@ -480,6 +509,8 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
         await best.close()
     rate = {k: statistics.median(v[0] for v in vs) for k, vs in rates.items()}
     cpu = {k: statistics.median(v[1] for v in vs) for k, vs in rates.items()}
+    collections = {k: statistics.median(v[2] for v in vs) for k, vs in rates.items()}
+    collecting = {k: statistics.median(v[3] for v in vs) for k, vs in rates.items()}
     turns = paired_ratios(rates["stm_turns"], rates["floor_turns"])
     turns_cpu = paired_ratios(rates["floor_turns"], rates["stm_turns"], index=1)
     write_ratios = paired_ratios(rates["stm_writes"], rates["floor_writes"])
@@ -498,6 +529,9 @@ async def _concurrent_throughput(cfg: RunConfig, load: Workload,
         "concurrent": {"tasks": tasks, "turns_per_task": per_task, "runs": cfg.concurrent_runs,
                        "turns_per_s": {k: round(v, 1) for k, v in rate.items()},
                        "cpu_us_per_turn": {k: round(v, 1) for k, v in cpu.items()},
+                       "gc_passes_per_1000_turns": {k: round(v, 1)
+                                                    for k, v in collections.items()},
+                       "gc_us_per_turn": {k: round(v, 1) for k, v in collecting.items()},
                        # Each run's stm ÷ floor, measured back to back: the spread.
                        "turn_ratios": [round(x, 3) for x in turns],
                        "write_ratios": [round(x, 3) for x in write_ratios],
@@ -532,7 +566,7 @@ def pair_order(run: int) -> list[str]:
             for name in ((floor, ours, best) if run % 2 == 0 else (best, ours, floor))]
 
 
-def paired_ratios(numerators: list[tuple[float, float]], denominators: list[tuple[float, float]],
+def paired_ratios(numerators: Sequence[Sequence[float]], denominators: Sequence[Sequence[float]],
                   *, index: int = 0) -> list[float]:
     """Run by run, the ratio of two measurements taken back to back (``index``
     0: turns per second, 1: CPU per turn). A slow patch of the machine hits

@@ -289,22 +289,11 @@ class Engine:
         """:meth:`_write_through` for an adapter that reports the outcome: it
         calls back when the write ends, even when the caller was cancelled
         meanwhile, so no task of our own is needed to keep the cache in step."""
-        since = self.cache.mark()
-
-        def mirror(records: list[MemoryRecord] | None) -> None:
-            if records is None:
-                self.cache.drop_scopes(keys)
-                return
-            try:
-                self.cache.apply(records, since)
-            except BaseException:
-                self.cache.drop_scopes(keys)
-                raise
-
+        cache = self.cache
         try:
-            return await write(writes, mirror)
+            return await write(writes, _Mirror(cache, keys, cache.mark()))
         except asyncio.CancelledError:
-            raise  # the write goes on and reports to ``mirror``
+            raise  # the write goes on and reports to its mirror
         except BaseException:
             # Also when the write failed before it started (nothing to drop then),
             # or an adapter broke its word: dropping is always safe.
@@ -453,3 +442,28 @@ class Engine:
             cache.forget([key], since)
         else:
             cache.apply([record], since)
+
+
+class _Mirror:
+    """A reported write's outcome into the cache: the rows it committed, or,
+    when it failed (it may still have committed), its scopes dropped. One
+    object rather than a closure: a write in flight keeps it alive, and with
+    many in flight each object counts towards the garbage collector's next
+    pass."""
+
+    __slots__ = ("_cache", "_keys", "_since")
+
+    def __init__(self, cache: MemoryCache, keys: Sequence[MemoryKey], since: int) -> None:
+        self._cache = cache
+        self._keys = keys
+        self._since = since
+
+    def __call__(self, records: list[MemoryRecord] | None) -> None:
+        if records is None:
+            self._cache.drop_scopes(self._keys)
+            return
+        try:
+            self._cache.apply(records, self._since)
+        except BaseException:
+            self._cache.drop_scopes(self._keys)
+            raise

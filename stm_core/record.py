@@ -234,26 +234,29 @@ async def record_turn(engine: Engine, turn: Turn, history: Sequence[HistoryMessa
                               keep=settings.max_messages_per_channel,
                               max_length=settings.max_stored_line_length)
     check_authors(messages, strict=settings.require_author_ids)
+    # No closure here: a turn waiting on its write keeps what it allocated
+    # alive, and with many turns in flight every object counts towards the
+    # garbage collector's next pass.
+    rows_of_turn = {"messages": messages, "now_ms": now_ms,
+                    "parent_channel_id": turn.parent_channel_id,
+                    "crude_ttl_ms": settings.crude_ttl_ms,
+                    "summary_ttl_ms": settings.summary_ttl_ms}
     writes: list[CaptureWrite] = []
     live_rows: dict[str, int] = {}  # persona id ("" for none) -> index of its live write
-
-    def add(key: MemoryKey, increment: int, lineage: str | None) -> None:
-        writes.append(_make_capture(key=key, messages=messages, now_ms=now_ms,
-                                   counter_increment=increment, persona_lineage_id=lineage,
-                                   parent_channel_id=turn.parent_channel_id,
-                                   crude_ttl_ms=settings.crude_ttl_ms,
-                                   summary_ttl_ms=settings.summary_ttl_ms))
-
+    server_id, user_id, channel_id = turn.server_id, turn.user_id, turn.channel_id
     for persona_id, lineage in personas(responses, turn.persona_lineage_id).items():
         live_rows[persona_id or ""] = len(writes)
-        if turn.server_id is None:
-            assert turn.user_id is not None  # checked by skip_reason
-            add(MemoryKey.user(turn.user_id, turn.channel_id, persona_id, None), 1, lineage)
+        if server_id is None:
+            assert user_id is not None  # checked by skip_reason
+            live = MemoryKey.user(user_id, channel_id, persona_id, None)
         else:
-            add(MemoryKey.server(turn.server_id, turn.channel_id, persona_id), 1, lineage)
-            if turn.user_id:
-                add(MemoryKey.user(turn.user_id, turn.channel_id, persona_id, turn.server_id),
-                    0, lineage)
+            live = MemoryKey.server(server_id, channel_id, persona_id)
+        writes.append(_make_capture(key=live, counter_increment=1, persona_lineage_id=lineage,
+                                    **rows_of_turn))
+        if server_id is not None and user_id:  # the triggering user's copy
+            writes.append(_make_capture(
+                key=MemoryKey.user(user_id, channel_id, persona_id, server_id),
+                counter_increment=0, persona_lineage_id=lineage, **rows_of_turn))
 
     try:
         rows = await engine.capture(writes)
@@ -262,5 +265,7 @@ async def record_turn(engine: Engine, turn: Turn, history: Sequence[HistoryMessa
     except Exception as exc:
         raise StorageError(f"recording the turn of channel {turn.channel_id} failed: "
                            f"{exc}") from exc
-    return RecordResult(recorded=True, counters={
-        persona: rows[index].turns_since_refresh for persona, index in live_rows.items()})
+    counters = {}  # a loop, not a comprehension: that would keep ``rows`` in a cell
+    for persona, index in live_rows.items():
+        counters[persona] = rows[index].turns_since_refresh
+    return RecordResult(recorded=True, counters=counters)

@@ -114,6 +114,30 @@ class SentMessages:
         return self._by_key.get(key)
 
 
+class CapturedRows:
+    """How a capture's returned rows become records (possibly in another
+    thread, after the caller's list could have changed). One object rather
+    than a closure: a write in flight keeps it alive, and with many in flight
+    each object counts towards the garbage collector's next pass."""
+
+    __slots__ = ("_sent", "_sent_by_key", "_writes")
+
+    def __init__(self, writes: tuple[CaptureWrite, ...],
+                 sent: list[tuple[str, tuple[CrudeMessage, ...]]],
+                 sent_by_key: SentMessages) -> None:
+        self._writes = writes
+        self._sent = sent
+        self._sent_by_key = sent_by_key
+
+    def __call__(self, rows: list[Any]) -> list[MemoryRecord]:
+        # The JSON just sent comes back as is: its messages are not decoded again.
+        writes, sent, remember = self._writes, self._sent, self._sent_by_key.remember
+        for w, s in zip(writes, sent, strict=True):
+            remember(w.key, s)
+        return [codec.memory_from_row(r, key=w.key, sent_messages=s)
+                for r, w, s in zip(rows, writes, sent, strict=True)]
+
+
 class SqlStorageAdapter(abc.ABC):
     """Storage on a SQL database; subclasses supply ``setup``, ``aclose`` and
     the two ways of running steps."""
@@ -276,15 +300,7 @@ class SqlStorageAdapter(abc.ABC):
             params.append(codec.capture_params(w, last_sent[0]))
             sent.append(last_sent)
 
-        remember = self._sent.remember
-
-        def finish(rows: list[Any]) -> list[MemoryRecord]:
-            # The JSON just sent comes back as is: its messages are not decoded again.
-            for w, s in zip(writes, sent, strict=True):
-                remember(w.key, s)
-            return [codec.memory_from_row(r, key=w.key, sent_messages=s)
-                    for r, w, s in zip(rows, writes, sent, strict=True)]
-        return params, finish
+        return params, CapturedRows(writes, sent, self._sent)
 
     async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
         if not writes:

@@ -203,6 +203,20 @@ def test_concurrency_runs_measure_each_pair_back_to_back() -> None:
     assert paired_ratios([(10.0, 4.0)], [(5.0, 2.0)], index=1) == [2.0]
 
 
+def test_the_collector_watch_counts_passes_only_while_entered() -> None:
+    import gc
+
+    from bench.scenarios_record import CollectorWatch
+
+    with CollectorWatch() as watch:
+        gc.collect()
+        gc.collect(0)
+    gc.collect()
+    assert watch.passes == 2
+    assert watch.seconds > 0
+    assert watch._seen not in gc.callbacks
+
+
 def test_the_turn_clock_only_moves_forward() -> None:
     from bench import workload as w
     from bench.scenarios_record import stamp

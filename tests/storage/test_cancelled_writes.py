@@ -14,7 +14,13 @@ from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage
 from stm_core.settings import Settings
 from stm_core.storage.protocol import WriteReport, reports_write_outcomes
-from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey, MemoryRecord
+from stm_core.storage.records import (
+    CaptureWrite,
+    MemoryFilter,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+)
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
 from stm_plugins.sqlalchemy_storage.urls import SqliteTarget
 from tests.conftest import OpenStm
@@ -244,3 +250,107 @@ async def test_a_failed_sqlite_write_raises_our_error_and_drops_its_view(
             await stm.engine.capture([bad])
         assert stm.cache.servers.peek("g1") is None
         assert stm.cache.users.peek("u1") is users
+
+
+async def test_a_write_whose_rows_cannot_be_mirrored_drops_their_view(
+        open_stm: OpenStm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write committed after its caller was cancelled, and putting its
+    rows into the cache failed half way: the view may hold some of them and
+    not others, so it drops, and the next read shows what the database
+    holds (the error goes to the log: nobody waits for it)."""
+    async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
+        adapter = stm.adapter
+        assert isinstance(adapter, SqliteAdapter)
+        key = MemoryKey.server("g1", "c1", "p1")
+        await stm.engine.server_memories("g1")
+        users = await stm.engine.user_view("u1")
+        busy, release = threading.Event(), threading.Event()
+
+        def hold(_conn: object, _arg: object) -> None:
+            busy.set()
+            release.wait(10)
+
+        def broken_apply(records: Sequence[MemoryRecord], since: int) -> None:
+            raise RuntimeError("the cache could not take the rows")
+
+        holding = asyncio.create_task(adapter.writer.run(hold, None))
+        await asyncio.to_thread(busy.wait, 10)
+        caller = asyncio.create_task(stm.engine.capture([_write(key, stm.clock.now_ms())]))
+        while adapter.writer.queued() == 0:
+            await asyncio.sleep(0.001)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        monkeypatch.setattr(stm.cache, "apply", broken_apply)
+        release.set()
+        await holding
+        for _ in range(200):
+            if stm.cache.servers.peek("g1") is None:
+                break
+            await asyncio.sleep(0.005)
+        monkeypatch.undo()
+        assert stm.cache.servers.peek("g1") is None
+        assert stm.cache.users.peek("u1") is users  # not a scope of the write
+        assert key in (await stm.engine.server_memories("g1")).records
+
+
+async def test_a_failed_summary_write_raises_our_error_and_drops_its_view(
+        open_stm: OpenStm, tmp_path: Path) -> None:
+    """The same for a summary or category write (the tool's, an admin edit)."""
+    async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
+        assert reports_write_outcomes(stm.adapter)
+        await stm.engine.server_memories("g1")
+        users = await stm.engine.user_view("u1")
+        bad = MemoryWrite(key=MemoryKey.server("g1", "c1", "p1"), now_ms=stm.clock.now_ms(),
+                          set_summary=True, summary="the plan",
+                          parent_channel_id=object())  # type: ignore[arg-type]
+        with pytest.raises(StorageError):
+            await stm.engine.write_memory([bad])
+        assert stm.cache.servers.peek("g1") is None
+        assert stm.cache.users.peek("u1") is users
+
+
+class SlottedAdapter:
+    """An adapter class of its own with ``__slots__`` (no instance ``__dict__``)
+    that reports its writes: here it hands every call to a SQLite adapter."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: SqliteAdapter) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):  # its own object model: no ``__dict__`` borrowed
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    async def capture(self, writes: Sequence[CaptureWrite]) -> list[MemoryRecord]:
+        return await self._inner.capture(writes)
+
+    async def capture_reported(self, writes: Sequence[CaptureWrite],
+                               report: WriteReport | None) -> list[MemoryRecord]:
+        return await self._inner.capture_reported(writes, report)
+
+    async def write_memory(self, writes: Sequence[MemoryWrite]) -> list[MemoryRecord]:
+        return await self._inner.write_memory(writes)
+
+    async def write_memory_reported(self, writes: Sequence[MemoryWrite],
+                                    report: WriteReport | None) -> list[MemoryRecord]:
+        return await self._inner.write_memory_reported(writes, report)
+
+
+async def test_an_adapter_with_slots_reports_its_writes_to_the_cache(
+        open_stm: OpenStm, tmp_path: Path) -> None:
+    async with open_stm(f"sqlite:///{tmp_path / 'stm.db'}") as stm:
+        inner = stm.adapter
+        assert isinstance(inner, SqliteAdapter)
+        slotted = SlottedAdapter(inner)
+        assert reports_write_outcomes(slotted)
+        stm.engine.adapter = slotted  # type: ignore[assignment]
+        try:
+            view = await stm.engine.server_memories("g1")
+            key = MemoryKey.server("g1", "c1", None)
+            (written,) = await stm.engine.capture([_write(key, stm.clock.now_ms())])
+            assert view.records[key] == written
+        finally:
+            stm.engine.adapter = inner
