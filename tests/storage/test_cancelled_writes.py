@@ -6,6 +6,7 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -155,12 +156,17 @@ async def test_sqlite_write_that_fails_after_its_caller_was_cancelled_drops_the_
         assert stm.cache.servers.get("g1") is not None
         release.set()
         await holding
-        for _ in range(200):
-            if stm.cache.servers.get("g1") is None:
-                break
-            await asyncio.sleep(0.005)
+        await _until_dropped(stm, "g1")
         assert stm.cache.servers.get("g1") is None
         assert adapter.writer.stats.failed_jobs == 1
+
+
+async def _until_dropped(stm: Any, server_id: str) -> None:
+    """Wait (a second at most) for a write nobody awaits to drop the server's view."""
+    for _ in range(200):
+        if stm.cache.servers.peek(server_id) is None:
+            return
+        await asyncio.sleep(0.005)
 
 
 def _write(key: MemoryKey, now_ms: int) -> CaptureWrite:
@@ -195,10 +201,7 @@ async def test_a_write_that_commits_then_fails_after_its_caller_was_cancelled_dr
             await caller
         assert stm.cache.servers.peek("g1") is view
         commit.set()
-        for _ in range(200):
-            if stm.cache.servers.peek("g1") is None:
-                break
-            await asyncio.sleep(0.005)
+        await _until_dropped(stm, "g1")
         assert stm.cache.servers.peek("g1") is None
         assert stm.cache.users.peek("u1") is users  # not a scope of the write
         monkeypatch.undo()
@@ -284,10 +287,7 @@ async def test_a_write_whose_rows_cannot_be_mirrored_drops_their_view(
         monkeypatch.setattr(stm.cache, "apply", broken_apply)
         release.set()
         await holding
-        for _ in range(200):
-            if stm.cache.servers.peek("g1") is None:
-                break
-            await asyncio.sleep(0.005)
+        await _until_dropped(stm, "g1")
         monkeypatch.undo()
         assert stm.cache.servers.peek("g1") is None
         assert stm.cache.users.peek("u1") is users  # not a scope of the write

@@ -21,8 +21,17 @@ def _write(key: MemoryKey, now_ms: int, text: str) -> CaptureWrite:
     return CaptureWrite(key=key, messages=(line,), now_ms=now_ms, counter_increment=1)
 
 
+async def _seeded(open_stm: OpenStm, tmp_path: Path) -> str:
+    """A SQLite file holding rows, settings and preferences that differ
+    between ``g1``/``g2`` and ``u1``/``u2``; each test then opens a store on
+    it with a cold cache."""
+    url = f"sqlite:///{tmp_path / 'stm.db'}"
+    async with open_stm(url) as stm:
+        await _seed(stm)
+    return url
+
+
 async def _seed(stm: Stm) -> None:
-    """Rows, settings and preferences that differ between ``g1``/``g2`` and ``u1``/``u2``."""
     now = stm.clock.now_ms()
     for n in ("1", "2"):
         await stm.engine.capture([_write(MemoryKey.server(f"g{n}", f"c{n}", None), now,
@@ -36,9 +45,7 @@ async def _seed(stm: Stm) -> None:
 
 async def test_concurrent_cold_reads_of_one_scope_share_one_database_call(
         open_stm: OpenStm, tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'stm.db'}"
-    async with open_stm(url) as seeding:
-        await _seed(seeding)
+    url = await _seeded(open_stm, tmp_path)
     async with open_stm(url) as stm:
         engine, stats = stm.engine, stm.cache.stats
         misses = stats.misses
@@ -64,9 +71,7 @@ async def test_concurrent_cold_reads_of_one_scope_share_one_database_call(
 
 async def test_concurrent_cold_reads_of_different_scopes_each_get_their_own(
         open_stm: OpenStm, tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'stm.db'}"
-    async with open_stm(url) as seeding:
-        await _seed(seeding)
+    url = await _seeded(open_stm, tmp_path)
     async with open_stm(url) as stm:
         engine = stm.engine
         g1, g2 = await asyncio.gather(engine.server_memories("g1"),
@@ -107,9 +112,7 @@ async def test_cold_reads_of_different_kinds_under_one_id_do_not_share_a_call(
 
 async def test_concurrent_cold_reads_share_a_failure_and_the_next_read_tries_again(
         open_stm: OpenStm, tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'stm.db'}"
-    async with open_stm(url) as seeding:
-        await _seed(seeding)
+    url = await _seeded(open_stm, tmp_path)
     async with open_stm(url) as stm:
         inner = stm.adapter.load_server_memories
         started, release = asyncio.Event(), asyncio.Event()

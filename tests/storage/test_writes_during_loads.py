@@ -18,6 +18,13 @@ DM = Turn(user_id="u", channel_id="dm-u", persona_id="p")
 GUILD = Turn(user_id="u", channel_id="c1", server_id="g", persona_id="p")
 
 
+async def _record_teal_sky(stm: Any, turn: Turn) -> None:
+    """A turn that stores one user line, "teal sky", in ``turn``'s channel."""
+    await stm.record_turn(turn, [HistoryMessage(author_type="user", content="teal sky",
+                                                speaker_name="Ann", author_id="u")],
+                          [PersonaResponse(content="ok", persona_name="Bot", persona_id="p")])
+
+
 @pytest.mark.parametrize(("turn", "method"), [(GUILD, "load_server_memories"),
                                               (DM, "load_user_memories")],
                          ids=["server view", "user view"])
@@ -39,10 +46,7 @@ async def test_a_row_written_while_its_view_loads_is_in_the_view(
                 else engine.user_view("u"))
         loading = asyncio.ensure_future(load)
         await read.wait()
-        await stm.record_turn(turn, [HistoryMessage(author_type="user", content="teal sky",
-                                                    speaker_name="Ann", author_id="u")],
-                              [PersonaResponse(content="ok", persona_name="Bot",
-                                               persona_id="p")])
+        await _record_teal_sky(stm, turn)
         release.set()
         loaded = await loading
         view = loaded if turn.server_id is not None else loaded.memories  # type: ignore[union-attr]
@@ -131,10 +135,7 @@ async def test_a_load_that_fails_while_a_row_is_written_raises_its_own_error(
         setattr(stm.adapter, method, failing)
         loading = asyncio.ensure_future(load())
         await read.wait()
-        await stm.record_turn(turn, [HistoryMessage(author_type="user", content="teal sky",
-                                                    speaker_name="Ann", author_id="u")],
-                              [PersonaResponse(content="ok", persona_name="Bot",
-                                               persona_id="p")])
+        await _record_teal_sky(stm, turn)
         release.set()
         with pytest.raises(StorageError, match="connection was lost"):
             await loading
