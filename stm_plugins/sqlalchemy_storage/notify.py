@@ -33,6 +33,7 @@ also carries other processes' writes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -121,7 +122,14 @@ def decode_notice(payload: str) -> ChangeNotice | None:
 class PgSubscription:
     """A dedicated connection (outside the pool) that LISTENs on the channel
     (``listening``), or, where a pooler answers for the server, only answers
-    the listener's checks."""
+    the listener's checks.
+
+    Once :meth:`lend_calls` allowed it, the connection also runs statements
+    that find it free (:meth:`take`, :meth:`returned`). A write's notice then
+    comes back to the backend that sent it, with the write's result: no other
+    backend is woken to deliver it, which a separate listener costs at every
+    write (PostgreSQL signals every listening backend of the database at each
+    notifying commit). Calls and the keep-alive check take turns on it."""
 
     def __init__(self, conn: Any, heard_checks: dict[str, asyncio.Event], *,
                  listening: bool = True) -> None:
@@ -132,6 +140,62 @@ class PgSubscription:
         #: Whether a self-check notice came back (see :meth:`hears`); ``None``
         #: until checked.
         self.delivers_notices: bool | None = None
+        self._lending = False
+        self._suspended = False
+        self._busy = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        #: Statements run on this connection through :meth:`take`.
+        self.calls = 0
+
+    def lend_calls(self) -> None:
+        """Let :meth:`take` lend the connection: it reaches the database
+        itself and was opened with the statement connections' settings."""
+        self._lending = True
+
+    @property
+    def in_use(self) -> bool:
+        """Whether a call or the keep-alive check holds the connection now."""
+        return self._busy
+
+    def take(self) -> Any:
+        """The connection, now lent to one call; ``None`` when it is not
+        lent out (not allowed, closed, or in use by a call or a check)."""
+        conn = self._conn
+        if (not self._lending or self._suspended or self._busy or conn is None
+                or conn.is_closed()):
+            return None
+        self._hold()
+        self.calls += 1
+        return conn
+
+    def returned(self, *, answered: bool = True, lost_state: bool = False) -> None:
+        """After a lent call. ``answered=False``: the call ended without the
+        server's answer (a timeout, a cancelled caller, a broken link); the
+        connection is lent again only once a keep-alive check has passed, so
+        the next call does not queue behind a cancellation in progress.
+        ``lost_state``: the driver lost track of the protocol
+        (``InternalClientError``); the connection is closed, which the
+        termination listener reports as a lost subscription."""
+        self._release()
+        conn = self._conn
+        if conn is None:
+            return
+        if lost_state:
+            self._lending = False
+            conn.terminate()
+        elif not answered:
+            self._suspended = True
+        elif not conn.is_closed() and conn.is_in_transaction():
+            self._lending = False  # nothing of stm's leaves one open; never lend it again
+
+    def _hold(self) -> None:
+        self._busy = True
+        self._idle.clear()
+
+    def _release(self) -> None:
+        self._busy = False
+        self._idle.set()
 
     async def hears(self, send: Callable[[str], Awaitable[None]], origin: str,
                     timeout_s: float) -> bool:
@@ -160,9 +224,25 @@ class PgSubscription:
         return int(self._conn.get_server_pid())
 
     async def check(self, timeout_s: float) -> None:
-        await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout_s)
+        """Raises unless the connection answers within ``timeout_s``. A call
+        running on it now is bounded by its own timeout and fails the same
+        way, so the check then does nothing; a passing check lends the
+        connection again after a call that went unanswered."""
+        if self._busy:
+            return
+        self._hold()
+        try:
+            await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout_s)
+        finally:
+            self._release()
+        self._suspended = False
 
-    async def close(self) -> None:
+    async def close(self, timeout_s: float = 2.0) -> None:
+        """Close the connection, after the call running on it (at most
+        ``timeout_s``)."""
+        self._lending = False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
         conn, self._conn = self._conn, None
         if conn is None or conn.is_closed():
             return

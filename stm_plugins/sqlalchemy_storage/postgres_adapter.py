@@ -14,9 +14,11 @@ changed (``NOTIFY``, in the same statement; see :mod:`.notify`) and
 :meth:`PostgresAdapter.subscribe` listens for the others' announcements.
 Connecting and every statement are bounded by ``db_timeout_seconds``, so a
 database that stops answering fails a call instead of hanging it; the pool
-replaces broken connections by itself once the database is back. One pooled
-connection is kept out between calls and runs every call that finds it free,
-which skips the pool's acquire and release (see :mod:`.reserved_connection`).
+replaces broken connections by itself once the database is back. The
+listening connection runs the calls that find it free (when it reaches the
+statements' own target; see :meth:`PostgresAdapter.subscribe`), then one
+pooled connection kept out between calls, which skips the pool's acquire and
+release (see :mod:`.reserved_connection`).
 Memory writes report their outcome to the store themselves (see
 :mod:`.reported_writes`), so the store wraps no task of its own around them.
 
@@ -171,6 +173,8 @@ class PostgresAdapter(SqlStorageAdapter):
         self._pool_max = pool_max
         self._pool: Any = None
         self._reserved: ReservedConnection | None = None
+        #: The listening connection, when it may also run calls (see ``subscribe``).
+        self._listening: notify.PgSubscription | None = None
         self._reported = ReportedWriter()
         #: Stamped on this adapter's change notices (see :mod:`.notify`).
         self.instance_id = uuid.uuid4().hex
@@ -206,14 +210,26 @@ class PostgresAdapter(SqlStorageAdapter):
                         on_lost: Callable[[], None]) -> notify.PgSubscription:
         """Listen for other processes' change notices on a connection of its own
         (to ``listen_url`` when set), then check that a notice sent through the
-        statement connections comes back (``delivers_notices``)."""
+        statement connections comes back (``delivers_notices``).
+
+        Without ``listen_url``, a connection that hears that notice also runs
+        the calls that find it free (see :class:`~.notify.PgSubscription`),
+        before the kept pooled one: a lone caller's write then wakes no
+        second backend to hear its own notice."""
         self._ensure_open()
         where = self.listen_target
+        # Only a connection to the statements' own target may run them: a
+        # listen URL is the operator's way round a pooler, or another route.
+        lends = self.settings.listen_url is None
 
         async def connect() -> Any:
-            # No search_path: LISTEN and the check query need no schema.
+            if not lends:  # no search_path: LISTEN and the check query need no schema
+                return await asyncpg.connect(where.dsn, timeout=self._timeout,
+                                             statement_cache_size=where.statement_cache_size)
             return await asyncpg.connect(where.dsn, timeout=self._timeout,
-                                         statement_cache_size=where.statement_cache_size)
+                                         statement_cache_size=where.statement_cache_size,
+                                         server_settings=self._server_settings(),
+                                         command_timeout=self._timeout)
 
         async def send(payload: str) -> None:
             async with self._acquire() as conn:
@@ -229,12 +245,15 @@ class PostgresAdapter(SqlStorageAdapter):
             raise StorageError(f"cannot listen on PostgreSQL {where.label}: "
                                f"{self._why(exc)}") from exc
         try:
-            await subscription.hears(send, self.instance_id,
-                                     min(DELIVERY_CHECK_TIMEOUT_S, self._timeout))
+            heard = await subscription.hears(send, self.instance_id,
+                                             min(DELIVERY_CHECK_TIMEOUT_S, self._timeout))
         except _DRIVER_ERRORS as exc:
             await subscription.close()
             raise StorageError(f"cannot check notice delivery on PostgreSQL "
                                f"{where.label}: {self._why(exc)}") from exc
+        if lends and heard and not self._closed:
+            subscription.lend_calls()
+            self._listening = subscription
         return subscription
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -309,6 +328,7 @@ class PostgresAdapter(SqlStorageAdapter):
 
     async def aclose(self) -> None:
         self._closed = True
+        self._listening = None
         pool, self._pool = self._pool, None
         reserved, self._reserved = self._reserved, None
         if reserved is not None:
@@ -352,10 +372,23 @@ class PostgresAdapter(SqlStorageAdapter):
                                f"{self._why(exc)}{_pooler_hint(exc)}") from exc
 
     async def _lent(self, work: _Work, steps: Sequence[Step]) -> list[Any]:
-        """``work`` on the kept connection when it is free, else on a pooled
-        one (kept afterwards if none is). A connection whose call raised goes
-        back to the pool, which resets or replaces it; one whose protocol
-        state the driver lost is closed first."""
+        """``work`` on the listening connection when it is free and may run
+        calls, else on the kept connection when that is free, else on a
+        pooled one (kept afterwards if none is). A pooled connection whose
+        call raised goes back to the pool, which resets or replaces it; one
+        whose protocol state the driver lost is closed first."""
+        listening = self._listening
+        conn = None if listening is None else listening.take()
+        if conn is not None and listening is not None:
+            try:
+                result = await work(conn, steps)
+            except BaseException as exc:
+                # A statement the server refused leaves the connection as it was.
+                listening.returned(answered=isinstance(exc, asyncpg.PostgresError),
+                                   lost_state=isinstance(exc, asyncpg.InternalClientError))
+                raise
+            listening.returned()
+            return result
         reserved = self._reserved
         conn = None if reserved is None else reserved.take()
         if conn is not None and reserved is not None:

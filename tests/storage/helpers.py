@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from stm_core.hooks import Hooks
 from stm_core.models import CrudeMessage
@@ -54,3 +56,21 @@ def turn(channel: str, *, guild: str = "g1", user: str = "u1", now: int = NOW,
                          counter_increment=1),
             CaptureWrite(key=MemoryKey.user(user, channel, None, guild), messages=msgs,
                          now_ms=now, counter_increment=1)]
+
+
+@asynccontextmanager
+async def admin_on(pg_url: str) -> AsyncIterator[Any]:
+    """A plain asyncpg connection of the test's own, working in the test's
+    PostgreSQL schema."""
+    import asyncpg
+
+    from tests.conftest import asyncpg_dsn, postgres_base_url
+
+    base = postgres_base_url()
+    assert base is not None
+    schema = parse_qs(urlsplit(pg_url).query)["schema"][0]
+    conn = await asyncpg.connect(asyncpg_dsn(base), server_settings={"search_path": schema})
+    try:
+        yield conn
+    finally:
+        await conn.close()

@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 import pytest
@@ -23,9 +22,8 @@ from stm_core.storage.records import MemoryKey
 from stm_plugins.sqlalchemy_storage import reserved_connection
 from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
 from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url
-from tests.conftest import asyncpg_dsn, postgres_base_url
 
-from .helpers import adapter_on, turn
+from .helpers import adapter_on, admin_on, turn
 
 pytestmark = pytest.mark.postgres
 FAST = Settings(db_timeout_seconds=1.0, cross_process_invalidation=False)
@@ -39,19 +37,6 @@ def pg_adapter(url: str, settings: Settings = FAST, **kwargs: Any) -> PostgresAd
 def kept(adapter: PostgresAdapter) -> Any:
     assert adapter._reserved is not None
     return adapter._reserved.connection
-
-
-@asynccontextmanager
-async def admin_on(pg_url: str) -> AsyncIterator[asyncpg.Connection]:
-    """A plain connection of the test's own, working in the test's schema."""
-    base = postgres_base_url()
-    assert base is not None
-    schema = parse_qs(urlsplit(pg_url).query)["schema"][0]
-    conn = await asyncpg.connect(asyncpg_dsn(base), server_settings={"search_path": schema})
-    try:
-        yield conn
-    finally:
-        await conn.close()
 
 
 @asynccontextmanager
