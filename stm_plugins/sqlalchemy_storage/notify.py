@@ -124,8 +124,10 @@ class PgSubscription:
     (``listening``), or, where a pooler answers for the server, only answers
     the listener's checks.
 
-    Once :meth:`lend_calls` allowed it, the connection also runs statements
-    that find it free (:meth:`take`, :meth:`returned`). A write's notice then
+    Once :meth:`lend_calls` allowed it, the connection also runs the
+    adapter's one-statement writes that find it free (:meth:`take`,
+    :meth:`returned`): short ones, since a backend running a statement
+    delivers no notice meanwhile. A write's notice then
     comes back to the backend that sent it, with the write's result: no other
     backend is woken to deliver it, which a separate listener costs at every
     write (PostgreSQL signals every listening backend of the database at each

@@ -15,10 +15,11 @@ changed (``NOTIFY``, in the same statement; see :mod:`.notify`) and
 Connecting and every statement are bounded by ``db_timeout_seconds``, so a
 database that stops answering fails a call instead of hanging it; the pool
 replaces broken connections by itself once the database is back. The
-listening connection runs the calls that find it free (when it reaches the
-statements' own target; see :meth:`PostgresAdapter.subscribe`), then one
-pooled connection kept out between calls, which skips the pool's acquire and
-release (see :mod:`.reserved_connection`).
+listening connection runs the one-statement writes that find it free (when
+it reaches the statements' own target; see :meth:`PostgresAdapter.subscribe`);
+other calls, and writes that find it busy, run on one pooled connection kept
+out between calls, which skips the pool's acquire and release (see
+:mod:`.reserved_connection`).
 Memory writes report their outcome to the store themselves (see
 :mod:`.reported_writes`), so the store wraps no task of its own around them.
 
@@ -213,9 +214,9 @@ class PostgresAdapter(SqlStorageAdapter):
         statement connections comes back (``delivers_notices``).
 
         Without ``listen_url``, a connection that hears that notice also runs
-        the calls that find it free (see :class:`~.notify.PgSubscription`),
-        before the kept pooled one: a lone caller's write then wakes no
-        second backend to hear its own notice."""
+        the one-statement writes that find it free (see
+        :class:`~.notify.PgSubscription`), before the kept pooled one: a lone
+        caller's write then wakes no second backend to hear its own notice."""
         self._ensure_open()
         where = self.listen_target
         # Only a connection to the statements' own target may run them: a
@@ -372,13 +373,18 @@ class PostgresAdapter(SqlStorageAdapter):
                                f"{self._why(exc)}{_pooler_hint(exc)}") from exc
 
     async def _lent(self, work: _Work, steps: Sequence[Step]) -> list[Any]:
-        """``work`` on the listening connection when it is free and may run
-        calls, else on the kept connection when that is free, else on a
-        pooled one (kept afterwards if none is). A pooled connection whose
-        call raised goes back to the pool, which resets or replaces it; one
-        whose protocol state the driver lost is closed first."""
+        """``work`` on the listening connection when it is a one-statement
+        write and that connection is free and may run calls, else on the kept
+        connection when that is free, else on a pooled one (kept afterwards
+        if none is). A pooled connection whose call raised goes back to the
+        pool, which resets or replaces it; one whose protocol state the
+        driver lost is closed first."""
         listening = self._listening
-        conn = None if listening is None else listening.take()
+        # Only short calls: while a statement runs, its backend delivers no
+        # notice, and a long read or transaction would hold others' back.
+        short_write = (work is _write_steps and len(steps) == 1
+                       and steps[0].want is not Want.MANY)
+        conn = None if listening is None or not short_write else listening.take()
         if conn is not None and listening is not None:
             try:
                 result = await work(conn, steps)

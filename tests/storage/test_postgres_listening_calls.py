@@ -1,12 +1,14 @@
-"""The PostgreSQL listening connection also runs the calls that find it free.
+"""The PostgreSQL listening connection also runs the one-statement writes
+that find it free.
 
 A write's notice then comes back to the backend that sent it, so a lone
 process's write wakes no second backend. What must still hold, on a real
 database: the connection hears its own notices and everyone else's while it
-writes; calls and the keep-alive check take turns on it; a listen URL keeps
-the listener to itself; a caller cancelled mid-write does not cancel the
-write; a call that loses the connection raises our error and the store
-listens (and lends) again.
+writes; reads and multi-statement writes stay off it (a backend delivers no
+notice while it runs a statement); calls and the keep-alive check take
+turns on it; a listen URL keeps the listener to itself; a caller cancelled
+mid-write does not cancel the write; a call that loses the connection
+raises our error and the store listens (and lends) again.
 """
 
 from __future__ import annotations
@@ -23,14 +25,20 @@ from stm_core.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.settings import Settings
-from stm_core.storage.records import ChangeNotice, MemoryKey, MemoryRecord
+from stm_core.storage.records import (
+    ChangeNotice,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    RevisionNote,
+)
 from stm_core.store import Stm, open_store
 from stm_plugins.sqlalchemy_storage import notify
 from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
 from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url
 from tests.conftest import postgres_base_url
 
-from .helpers import adapter_on, admin_on, turn
+from .helpers import NOW, adapter_on, admin_on, turn
 
 pytestmark = pytest.mark.postgres
 SETTINGS = Settings(db_timeout_seconds=10.0)
@@ -71,14 +79,14 @@ async def one_turn(stm: Stm, channel: str, text: str) -> None:
                           [PersonaResponse(persona_id="p", persona_name="P", content="ok")])
 
 
-async def test_a_lone_callers_calls_run_on_the_listening_connection(pg_url: str) -> None:
+async def test_a_lone_callers_writes_run_on_the_listening_connection(pg_url: str) -> None:
     async with subscribed(pg_url) as (adapter, subscription, heard, _lost), \
             admin_on(pg_url) as admin:
         assert subscription.delivers_notices is True
         before = subscription.calls
         records = await adapter.capture(turn("c1"))
+        assert subscription.calls == before + 1
         assert (await adapter.get_memory(ROW)) == records[0]
-        assert subscription.calls == before + 2
         # Its own notice came back to it, with the write's result.
         await until(lambda: any(n.origin == adapter.instance_id for n in heard),
                     "the write's own notice")
@@ -209,12 +217,27 @@ async def test_a_call_without_an_answer_suspends_lending_until_a_check_passes(
                 "AND channel_id = 'c1' FOR UPDATE")
             with pytest.raises(StorageError, match=r"no answer within 0\.5 s"):
                 await adapter.capture(turn("c1"))
-        # The next calls go to the pool: none queues behind the cancellation.
+        # The next writes go to the pool: none queues behind the cancellation.
         lent = subscription.calls
-        assert (await adapter.get_memory(ROW)) is not None
+        await adapter.capture(turn("c2"))
         assert subscription.calls == lent
         await subscription.check(timeout_s=5.0)
-        record = await adapter.get_memory(ROW)
+        await adapter.capture(turn("c2"))
         assert subscription.calls == lent + 1
+        record = await adapter.get_memory(ROW)
         # A write without an answer may have committed (the cancel races the lock).
         assert record is not None and record.turns_since_refresh in (1, 2) and lost == []
+
+
+async def test_reads_and_multi_statement_writes_stay_off_the_listener(pg_url: str) -> None:
+    async with subscribed(pg_url) as (adapter, subscription, _heard, _lost):
+        await adapter.capture(turn("c1"))
+        lent = subscription.calls
+        assert await adapter.get_memory(ROW) is not None
+        assert await adapter.load_server_memories("g1", updated_since_ms=0)
+        noted = [MemoryWrite(key=ROW, now_ms=NOW, set_summary=True, summary="s",
+                             revision=RevisionNote(author="admin"))]
+        written = await adapter.write_memory(noted)  # the row and its revision, one transaction
+        assert written[0].summary == "s" and subscription.calls == lent
+        await adapter.capture(turn("c1"))
+        assert subscription.calls == lent + 1
