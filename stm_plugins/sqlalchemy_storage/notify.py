@@ -55,6 +55,9 @@ Announce = Literal["k", "s", "u"]
 #: Payloads at least this long are replaced by ``{"x": 1}`` (PostgreSQL's limit is 8000).
 MAX_PAYLOAD_BYTES = 7900
 _SAFE_LITERAL = re.compile(r"[A-Za-z0-9_]+")
+#: Longest wait for a call on the listening connection to end, and then for
+#: the connection to close, before it is terminated.
+CLOSE_TIMEOUT_S = 2.0
 
 
 def channel_for(schema: str | None) -> str:
@@ -144,7 +147,7 @@ class PgSubscription:
         self.delivers_notices: bool | None = None
         self._lending = False
         self._suspended = False
-        self._busy = False
+        # Set while no call or check holds the connection.
         self._idle = asyncio.Event()
         self._idle.set()
         #: Statements run on this connection through :meth:`take`.
@@ -158,16 +161,16 @@ class PgSubscription:
     @property
     def in_use(self) -> bool:
         """Whether a call or the keep-alive check holds the connection now."""
-        return self._busy
+        return not self._idle.is_set()
 
     def take(self) -> Any:
         """The connection, now lent to one call; ``None`` when it is not
         lent out (not allowed, closed, or in use by a call or a check)."""
         conn = self._conn
-        if (not self._lending or self._suspended or self._busy or conn is None
+        if (not self._lending or self._suspended or self.in_use or conn is None
                 or conn.is_closed()):
             return None
-        self._hold()
+        self._idle.clear()
         self.calls += 1
         return conn
 
@@ -179,25 +182,13 @@ class PgSubscription:
         ``lost_state``: the driver lost track of the protocol
         (``InternalClientError``); the connection is closed, which the
         termination listener reports as a lost subscription."""
-        self._release()
-        conn = self._conn
-        if conn is None:
-            return
+        self._idle.set()
         if lost_state:
             self._lending = False
-            conn.terminate()
+            if self._conn is not None:
+                self._conn.terminate()
         elif not answered:
             self._suspended = True
-        elif not conn.is_closed() and conn.is_in_transaction():
-            self._lending = False  # nothing of stm's leaves one open; never lend it again
-
-    def _hold(self) -> None:
-        self._busy = True
-        self._idle.clear()
-
-    def _release(self) -> None:
-        self._busy = False
-        self._idle.set()
 
     async def hears(self, send: Callable[[str], Awaitable[None]], origin: str,
                     timeout_s: float) -> bool:
@@ -230,26 +221,26 @@ class PgSubscription:
         running on it now is bounded by its own timeout and fails the same
         way, so the check then does nothing; a passing check lends the
         connection again after a call that went unanswered."""
-        if self._busy:
+        if self.in_use:
             return
-        self._hold()
+        self._idle.clear()
         try:
             await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout_s)
         finally:
-            self._release()
+            self._idle.set()
         self._suspended = False
 
-    async def close(self, timeout_s: float = 2.0) -> None:
+    async def close(self) -> None:
         """Close the connection, after the call running on it (at most
-        ``timeout_s``)."""
+        :data:`CLOSE_TIMEOUT_S`)."""
         self._lending = False
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
+            await asyncio.wait_for(self._idle.wait(), CLOSE_TIMEOUT_S)
         conn, self._conn = self._conn, None
         if conn is None or conn.is_closed():
             return
         try:
-            await asyncio.wait_for(conn.close(), 2.0)
+            await asyncio.wait_for(conn.close(), CLOSE_TIMEOUT_S)
         except Exception:
             conn.terminate()
 

@@ -223,14 +223,15 @@ class PostgresAdapter(SqlStorageAdapter):
         # listen URL is the operator's way round a pooler, or another route.
         lends = self.settings.listen_url is None
 
+        # LISTEN and the check query alone need no schema and no statement timeout.
+        runs_statements: dict[str, Any] = (
+            {"server_settings": self._server_settings(), "command_timeout": self._timeout}
+            if lends else {})
+
         async def connect() -> Any:
-            if not lends:  # no search_path: LISTEN and the check query need no schema
-                return await asyncpg.connect(where.dsn, timeout=self._timeout,
-                                             statement_cache_size=where.statement_cache_size)
             return await asyncpg.connect(where.dsn, timeout=self._timeout,
                                          statement_cache_size=where.statement_cache_size,
-                                         server_settings=self._server_settings(),
-                                         command_timeout=self._timeout)
+                                         **runs_statements)
 
         async def send(payload: str) -> None:
             async with self._acquire() as conn:
@@ -380,21 +381,10 @@ class PostgresAdapter(SqlStorageAdapter):
         pool, which resets or replaces it; one whose protocol state the
         driver lost is closed first."""
         listening = self._listening
-        # Only short calls: while a statement runs, its backend delivers no
-        # notice, and a long read or transaction would hold others' back.
-        short_write = (work is _write_steps and len(steps) == 1
-                       and steps[0].want is not Want.MANY)
-        conn = None if listening is None or not short_write else listening.take()
-        if conn is not None and listening is not None:
-            try:
-                result = await work(conn, steps)
-            except BaseException as exc:
-                # A statement the server refused leaves the connection as it was.
-                listening.returned(answered=isinstance(exc, asyncpg.PostgresError),
-                                   lost_state=isinstance(exc, asyncpg.InternalClientError))
-                raise
-            listening.returned()
-            return result
+        if listening is not None and _short_write(work, steps):
+            conn = listening.take()
+            if conn is not None:
+                return await _on_listening(listening, conn, work, steps)
         reserved = self._reserved
         conn = None if reserved is None else reserved.take()
         if conn is not None and reserved is not None:
@@ -468,6 +458,27 @@ class PostgresAdapter(SqlStorageAdapter):
             except _DRIVER_ERRORS as exc:  # the rows are gone; others expire them later
                 log.warning("could not announce a janitor purge: %s", exc)
         return deleted
+
+
+def _short_write(work: _Work, steps: Sequence[Step]) -> bool:
+    """Whether a call may run on the listening connection: one statement that
+    writes. While a statement runs, its backend delivers no notice, so a long
+    read or transaction there would hold the other processes' notices back."""
+    return work is _write_steps and len(steps) == 1 and steps[0].want is not Want.MANY
+
+
+async def _on_listening(listening: notify.PgSubscription, conn: Any, work: _Work,
+                        steps: Sequence[Step]) -> list[Any]:
+    """``work`` on the connection ``listening`` lent, given back afterwards."""
+    try:
+        result = await work(conn, steps)
+    except BaseException as exc:
+        # A statement the server refused leaves the connection as it was.
+        listening.returned(answered=isinstance(exc, asyncpg.PostgresError),
+                           lost_state=isinstance(exc, asyncpg.InternalClientError))
+        raise
+    listening.returned()
+    return result
 
 
 async def _finished(rows: Awaitable[list[Any]], finish: Finish) -> list[MemoryRecord]:

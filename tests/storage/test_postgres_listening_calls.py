@@ -241,3 +241,37 @@ async def test_reads_and_multi_statement_writes_stay_off_the_listener(pg_url: st
         assert written[0].summary == "s" and subscription.calls == lent
         await adapter.capture(turn("c1"))
         assert subscription.calls == lent + 1
+
+
+async def test_a_write_killed_mid_statement_on_the_listener_writes_nothing(
+        pg_url: str) -> None:
+    async with subscribed(pg_url) as (adapter, subscription, _heard, lost), \
+            admin_on(pg_url) as admin:
+        first = await adapter.capture(turn("c1", texts=("before",)))
+        reports: list[list[MemoryRecord] | None] = []
+        pid = subscription.backend_pid
+        async with admin.transaction():
+            await admin.execute(
+                "SELECT 1 FROM stm_memories WHERE scope_kind = 'server' AND server_id = 'g1' "
+                "AND channel_id = 'c1' FOR UPDATE")
+            write = asyncio.ensure_future(
+                adapter.capture_reported(turn("c1", texts=("killed",)), reports.append))
+            await until(lambda: subscription.in_use, "the write took the listener")
+            for _ in range(500):
+                if await admin.fetchval("SELECT wait_event_type = 'Lock' FROM pg_stat_activity "
+                                        "WHERE pid = $1", pid):
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                raise AssertionError("the write never waited for the row lock")
+            assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+            with pytest.raises(StorageError, match="write failed"):
+                await write
+        assert reports == [None]  # the store drops what it cannot know
+        await until(lambda: lost == ["lost"], "the lost listener reported")
+        # Both rows of the turn as before: the statement left nothing behind.
+        for key, before in zip((ROW, MemoryKey.user("u1", "c1", None, "g1")), first,
+                               strict=True):
+            record = await adapter.get_memory(key)
+            assert record == before and record.messages[-1].content == "before"
+        assert subscription.take() is None  # a dead connection is never lent
