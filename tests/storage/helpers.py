@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -74,3 +75,29 @@ async def admin_on(pg_url: str) -> AsyncIterator[Any]:
         yield conn
     finally:
         await conn.close()
+
+
+@asynccontextmanager
+async def row_locked(admin: Any) -> AsyncIterator[None]:
+    """The server row of guild ``g1``, channel ``c1`` locked by ``admin``
+    until the block ends: writes to it wait."""
+    async with admin.transaction():
+        locked = await admin.fetch(
+            "SELECT 1 FROM stm_memories WHERE scope_kind = 'server' AND server_id = 'g1' "
+            "AND channel_id = 'c1' FOR UPDATE")
+        assert locked
+        yield
+
+
+async def waits_for_lock(admin: Any, pid: int) -> bool:
+    return bool(await admin.fetchval("SELECT count(*) FROM pg_stat_activity "
+                                     "WHERE pid = $1 AND wait_event_type = 'Lock'", pid))
+
+
+async def started_waiting(admin: Any, pid: int) -> None:
+    """Until the session ``pid`` waits for a lock."""
+    for _ in range(500):
+        if await waits_for_lock(admin, pid):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the call never waited for the row lock")

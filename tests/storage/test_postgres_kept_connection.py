@@ -23,7 +23,7 @@ from stm_plugins.sqlalchemy_storage import reserved_connection
 from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
 from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url
 
-from .helpers import adapter_on, admin_on, turn
+from .helpers import adapter_on, admin_on, row_locked, started_waiting, turn, waits_for_lock
 
 pytestmark = pytest.mark.postgres
 FAST = Settings(db_timeout_seconds=1.0, cross_process_invalidation=False)
@@ -50,35 +50,10 @@ async def adapter_and_admin(pg_url: str, settings: Settings = FAST
         yield adapter, admin
 
 
-@asynccontextmanager
-async def row_locked(admin: asyncpg.Connection) -> AsyncIterator[None]:
-    """``ROW`` locked by ``admin`` until the block ends: writes to it wait."""
-    async with admin.transaction():
-        locked = await admin.fetch(
-            "SELECT 1 FROM stm_memories WHERE scope_kind = 'server' AND server_id = $1 "
-            "AND channel_id = $2 FOR UPDATE", ROW.server_id, ROW.channel_id)
-        assert locked
-        yield
-
-
 async def counter(adapter: PostgresAdapter) -> int:
     record = await adapter.get_memory(ROW)
     assert record is not None
     return record.turns_since_refresh
-
-
-async def waits_for_lock(admin: asyncpg.Connection, pid: int) -> bool:
-    return bool(await admin.fetchval("SELECT count(*) FROM pg_stat_activity "
-                                     "WHERE pid = $1 AND wait_event_type = 'Lock'", pid))
-
-
-async def started_waiting(admin: asyncpg.Connection, pid: int) -> None:
-    """Until the session ``pid`` waits for a lock."""
-    for _ in range(500):
-        if await waits_for_lock(admin, pid):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the call never waited for the row lock")
 
 
 async def test_calls_one_after_another_share_one_kept_connection(pg_url: str) -> None:

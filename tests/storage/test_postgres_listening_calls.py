@@ -38,7 +38,7 @@ from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
 from stm_plugins.sqlalchemy_storage.urls import parse_postgres_url
 from tests.conftest import postgres_base_url
 
-from .helpers import NOW, adapter_on, admin_on, turn
+from .helpers import NOW, adapter_on, admin_on, row_locked, started_waiting, turn
 
 pytestmark = pytest.mark.postgres
 SETTINGS = Settings(db_timeout_seconds=10.0)
@@ -155,20 +155,11 @@ async def test_a_cancelled_caller_does_not_cancel_its_write_on_the_listener(
             admin_on(pg_url) as admin:
         await adapter.capture(turn("c1"))
         reports: list[list[MemoryRecord] | None] = []
-        async with admin.transaction():
-            await admin.execute(
-                "SELECT 1 FROM stm_memories WHERE scope_kind = 'server' AND server_id = 'g1' "
-                "AND channel_id = 'c1' FOR UPDATE")
+        async with row_locked(admin):
             caller = asyncio.ensure_future(adapter.capture_reported(turn("c1"), reports.append))
             pid = subscription.backend_pid
             await until(lambda: subscription.in_use, "the write took the listener")
-            for _ in range(500):
-                if await admin.fetchval("SELECT wait_event_type = 'Lock' FROM pg_stat_activity "
-                                        "WHERE pid = $1", pid):
-                    break
-                await asyncio.sleep(0.01)
-            else:
-                raise AssertionError("the write never waited for the row lock")
+            await started_waiting(admin, pid)
             caller.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await caller
@@ -211,10 +202,7 @@ async def test_a_call_without_an_answer_suspends_lending_until_a_check_passes(
     async with subscribed(pg_url, impatient) as (adapter, subscription, _heard, lost), \
             admin_on(pg_url) as admin:
         await adapter.capture(turn("c1"))
-        async with admin.transaction():
-            await admin.execute(
-                "SELECT 1 FROM stm_memories WHERE scope_kind = 'server' AND server_id = 'g1' "
-                "AND channel_id = 'c1' FOR UPDATE")
+        async with row_locked(admin):
             with pytest.raises(StorageError, match=r"no answer within 0\.5 s"):
                 await adapter.capture(turn("c1"))
         # The next writes go to the pool: none queues behind the cancellation.
@@ -250,20 +238,11 @@ async def test_a_write_killed_mid_statement_on_the_listener_writes_nothing(
         first = await adapter.capture(turn("c1", texts=("before",)))
         reports: list[list[MemoryRecord] | None] = []
         pid = subscription.backend_pid
-        async with admin.transaction():
-            await admin.execute(
-                "SELECT 1 FROM stm_memories WHERE scope_kind = 'server' AND server_id = 'g1' "
-                "AND channel_id = 'c1' FOR UPDATE")
+        async with row_locked(admin):
             write = asyncio.ensure_future(
                 adapter.capture_reported(turn("c1", texts=("killed",)), reports.append))
             await until(lambda: subscription.in_use, "the write took the listener")
-            for _ in range(500):
-                if await admin.fetchval("SELECT wait_event_type = 'Lock' FROM pg_stat_activity "
-                                        "WHERE pid = $1", pid):
-                    break
-                await asyncio.sleep(0.01)
-            else:
-                raise AssertionError("the write never waited for the row lock")
+            await started_waiting(admin, pid)
             assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
             with pytest.raises(StorageError, match="write failed"):
                 await write
