@@ -58,4 +58,5 @@ async def main(*, offline: bool, url: str = "sqlite+aiosqlite:///bot.db",
 
 
 if __name__ == "__main__":
-    run_bot(main, __doc__, key_variables=('ANTHROPIC_API_KEY',), model='claude-3-5-haiku-latest')
+    run_bot(main, __doc__, key_variables=("ANTHROPIC_API_KEY",),
+            model="claude-3-5-haiku-latest")

@@ -69,4 +69,5 @@ async def main(*, offline: bool, url: str = "sqlite+aiosqlite:///bot.db",
 
 
 if __name__ == "__main__":
-    run_bot(main, __doc__, key_variables=('GEMINI_API_KEY', 'GOOGLE_API_KEY'), model='gemini-2.5-flash')
+    run_bot(main, __doc__, key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            model="gemini-2.5-flash")

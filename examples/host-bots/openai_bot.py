@@ -46,4 +46,5 @@ async def main(*, offline: bool, url: str = "sqlite+aiosqlite:///bot.db",
 
 
 if __name__ == "__main__":
-    run_bot(main, __doc__, key_variables=('OPENAI_API_KEY',), model='gpt-4o-mini')
+    run_bot(main, __doc__, key_variables=("OPENAI_API_KEY",),
+            model="gpt-4o-mini")
