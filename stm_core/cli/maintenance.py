@@ -11,6 +11,7 @@ from stm_core.cli.files import read_json_file
 from stm_core.cli.output import emit, output_option, plain, table, write_json
 from stm_core.cli.safety import confirm, dry_run_option, yes_option
 from stm_core.cli.session import (
+    NAME_THE_DATABASE,
     json_option,
     open_cli_store,
     pass_state,
@@ -55,7 +56,7 @@ def upgrade(state: CliState, check: bool) -> None:
         return
 
     async def go() -> dict[str, Any]:
-        async with open_cli_store(state) as stm:
+        async with open_cli_store(state, create=True) as stm:
             status = stm.schema_status
             assert status is not None  # set by open_store
             return {"url": redact_url(state.effective_url), "created": status.created,
@@ -159,7 +160,10 @@ def path(state: CliState) -> None:
         if result["path"] is None:
             plain(out, f"{result['url']} (not a file)")
             return
-        missing = "" if result["exists"] else " (does not exist yet; `stm db upgrade` creates it)"
+        missing = ("" if result["exists"] else
+                   f" (does not exist yet: {NAME_THE_DATABASE}; `stm db upgrade` creates an "
+                   "empty one here)" if result["default"] else
+                   " (does not exist yet; `stm db upgrade` creates it)")
         plain(out, f"{result['path']}{missing}")
 
     emit(state, result, human)
