@@ -102,3 +102,15 @@ def test_the_docs_call_the_recording_function_record_turn() -> None:
     for path in [ROOT / "README.md", *TUTORIALS.glob("*.md"), ROOT / "examples" / "host-bots"
                  / "README.md", ROOT / "examples" / "host-bots" / "host_loop.py"]:
         assert "record_window" not in path.read_text(encoding="utf-8"), path
+
+
+def test_the_site_shows_every_example_bot_source() -> None:
+    """The tutorials' "example bots" lead to a page with their sources, each
+    file included from examples/host-bots/ (the strict build fails on a
+    missing one)."""
+    page = (DOCS / "examples.md").read_text(encoding="utf-8")
+    included = set(re.findall(r'^--8<-- "examples/host-bots/([^"]+)"$', page, re.MULTILINE))
+    sources = {p.name for p in (ROOT / "examples" / "host-bots").glob("*.py")}
+    assert included == sources
+    tutorial = (TUTORIALS / "host-in-5-minutes.md").read_text(encoding="utf-8")
+    assert "](../examples.md)" in tutorial
