@@ -10,7 +10,7 @@ import click
 
 from stm_core.cli.context_changes import load_previous, previous_messages, prompt_changes
 from stm_core.cli.files import read_json_file
-from stm_core.cli.memory import resolve_where, where_options
+from stm_core.cli.memory import TRIGGER_HELP, resolve_where, where_options_with
 from stm_core.cli.output import emit, heading, plain
 from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only
 from stm_core.cli.state import CliState, run
@@ -104,7 +104,7 @@ def show_context(out: Screen, data: dict[str, Any]) -> None:
 
 
 @click.command()
-@where_options
+@where_options_with(TRIGGER_HELP)
 @click.option("--channel", "channel_id", required=True, metavar="ID")
 @click.option("--persona", "persona_id", metavar="ID")
 @click.option("--lineage", "lineage_id", metavar="ID", help="The persona lineage id.")
