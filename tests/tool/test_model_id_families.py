@@ -5,31 +5,18 @@ gets the fallback with one short warning line (DESIGN decision 20)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 
 from stm_core import hookimpl
-from stm_core.hooks import Hooks
 from stm_core.models import Turn
-from stm_core.plugins import create_plugin_manager
 from stm_core.providers import resolve_provider
 from stm_core.store import open_store
-from stm_core.tool import formats
 
-FORMATS_LOG = "stm.tool.formats"
+# Each test starts as a fresh process would: no key warned about yet.
+from .test_provider_keys import FORMATS_LOG, fresh_warnings, hooks
 
-
-@pytest.fixture(autouse=True)
-def fresh_warnings() -> Iterator[None]:
-    formats._warned.clear()
-    yield
-    formats._warned.clear()
-
-
-def hooks(*plugins: object) -> Hooks:
-    return Hooks(create_plugin_manager(load_entrypoints=False, plugins=list(plugins)))
-
+__all__ = ["fresh_warnings"]  # the autouse fixture, shared
 
 @pytest.mark.parametrize(("key", "family"), [
     ("gpt-4o-mini", "openai"), ("GPT-4.1", "openai"), ("chatgpt-4o-latest", "openai"),
