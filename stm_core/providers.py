@@ -6,9 +6,8 @@ LiteLLM provider name (``"vertex_ai"``) or a router (``"openrouter"``,
 ``"litellm"``) whose model is ``Turn.model``; a bare model id that plainly names
 its family (``"gpt-4o-mini"``, ``"claude-3-5-sonnet"``, ``"gemini-1.5-pro"``,
 :data:`MODEL_ID_FAMILIES`) is read as that family with that model.
-:func:`resolve_provider` turns it
-into the family stm's tool-format rule reads, and the model: ``Turn.model``,
-or the part after the slash when the host set none.
+:func:`resolve_provider` turns it into the family stm's tool-format rule reads,
+and the model: ``Turn.model``, or the part after the slash when the host set none.
 
 Hooks that 0.1.0 had see the key exactly as the host wrote it (docs/hook-policy.md,
 "Provider keys"); a plugin that wants the family asks :func:`provider_family`.

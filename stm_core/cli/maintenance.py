@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from stm_core.cli.files import read_json_file
-from stm_core.cli.output import emit, output_option, plain, table, write_json
+from stm_core.cli.output import emit, note, output_option, plain, table, write_json
 from stm_core.cli.safety import confirm, dry_run_option, yes_option
 from stm_core.cli.session import (
     NAME_THE_DATABASE,
@@ -20,7 +20,7 @@ from stm_core.cli.session import (
     sqlite_path,
     with_admin,
 )
-from stm_core.cli.state import CliState, run
+from stm_core.cli.state import CliState, default_database_path, run
 
 if TYPE_CHECKING:
     from stm_core.cli.screen import Screen
@@ -81,6 +81,9 @@ def upgrade_check(state: CliState) -> None:
     from stm_plugins.sqlalchemy_storage.version_probe import read_schema_version
 
     url = state.effective_url
+    if state.uses_default_location and not default_database_path().exists():
+        note(f"no database at the default location {default_database_path()} yet: "
+             f"{NAME_THE_DATABASE}")
     found = mig.check_upgrade(run(read_schema_version(url)), mig.MIGRATIONS)
     result = {"url": redact_url(url), "database_version": found.database_version,
               "code_version": found.code_version, "pending": list(found.pending),

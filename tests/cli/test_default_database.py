@@ -23,6 +23,9 @@ def test_a_missing_default_database_is_refused_naming_db_first(stm_raw: RunStm,
         assert not default.exists() and not default.parent.exists()
     shown = ok(stm_raw("db", "path")).stdout
     assert NAMING in shown and shown.index("--db") < shown.index("stm db upgrade")
+    checked = ok(stm_raw("db", "upgrade", "--check"))
+    assert f"no database at the default location {default} yet: {NAMING}" in checked.stderr
+    assert not default.parent.exists()
 
 
 def test_db_upgrade_creates_it_and_says_how_to_use_another(stm_raw: RunStm,
