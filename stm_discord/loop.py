@@ -1,0 +1,111 @@
+"""The message loop: a cog that answers with stm's memory and records each turn.
+
+When the bot is mentioned, replied to, or written to in a DM, the turn is:
+read the window from the channel's history, build stm's context, call the
+model with stm's tool offered, apply its tool calls, send the reply (split
+over 2,000 characters), record the window and the reply.
+
+A turn is never lost when something fails:
+
+* **the model fails** (an error, a timeout): the bot sends
+  ``failure_reply`` instead, and the turn is recorded with it, so the user's
+  line is kept; tool calls applied before the failure stay applied;
+* **Discord refuses the reply**: the turn is recorded all the same, with the
+  reply the model gave (it may have written its memory from it);
+* **recording fails** (the database is away): it is logged; the next turn
+  records its whole window, this turn's lines included.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import discord
+from discord.ext import commands
+
+from stm_core import TOOL_NAME, PersonaResponse, Stm, Turn
+from stm_core.inject import inject
+from stm_discord.mapping import Persona, as_dialogue, turn_for, window_lines
+from stm_discord.model import ChatModel
+from stm_discord.replies import split_reply
+
+log = logging.getLogger("stm.discord")
+
+#: What the bot says when the model could not answer.
+FAILURE_REPLY = "Sorry, I could not think of an answer just now. Please try again."
+#: Messages of the channel the model sees, the triggering one included.
+WINDOW = 20
+
+
+class StmChat(commands.Cog):
+    """Answers as ``personas[0]`` with stm's short-term memory."""
+
+    def __init__(self, bot: commands.Bot, stm: Stm, model: ChatModel, *,
+                 personas: Sequence[Persona], window: int = WINDOW,
+                 failure_reply: str = FAILURE_REPLY) -> None:
+        self.bot = bot
+        self.stm = stm
+        self.model = model
+        self.persona = personas[0]
+        self.window = window
+        self.failure_reply = failure_reply
+
+    def addressed(self, message: discord.Message) -> bool:
+        """A DM, a mention of the bot, or a reply to one of its messages."""
+        me = self.bot.user
+        if me is None or message.author.bot:
+            return False
+        if message.guild is None:
+            return True
+        if me in message.mentions:
+            return True
+        ref = message.reference
+        resolved = ref.resolved if ref is not None else None
+        return isinstance(resolved, discord.Message) and resolved.author.id == me.id
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        if self.addressed(message):
+            await self.answer(message)
+
+    async def answer(self, message: discord.Message) -> None:
+        me = self.bot.user
+        assert me is not None
+        earlier = [m async for m in message.channel.history(limit=self.window - 1,
+                                                            before=message)]
+        seen = [*reversed(earlier), message]
+        turn = turn_for(message, self.persona, provider=self.model.key, window=seen)
+        window = window_lines(seen, bot_user_id=me.id, persona=self.persona,
+                              trigger_id=message.id)
+        try:
+            reply = await self.think(turn, as_dialogue(window, turn))
+        except Exception:
+            log.exception("the model failed in channel %s", message.channel.id)
+            reply = self.failure_reply
+        reply = reply.strip() or self.failure_reply
+        try:
+            for part in split_reply(reply):
+                await message.channel.send(part)
+        except discord.HTTPException:
+            log.exception("Discord refused the reply in channel %s", message.channel.id)
+        try:
+            await self.stm.record_window(turn, window, [PersonaResponse(
+                content=reply, persona_name=self.persona.name, persona_id=self.persona.id,
+                persona_lineage_id=self.persona.id)])
+        except Exception:
+            log.exception("recording the turn failed in channel %s", message.channel.id)
+
+    async def think(self, turn: Turn, dialogue: list[dict[str, Any]]) -> str:
+        """Build the context, call the model with the tool offered, apply its calls."""
+        ctx = await self.stm.build_context(turn)
+        schema = await self.stm.tool_schema(turn, "openai")
+
+        async def run_tool(name: str, arguments: Any) -> str:
+            if name != TOOL_NAME:
+                return f"unknown tool {name}"
+            return (await self.stm.apply_tool_call(turn, arguments)).message
+
+        return await self.model.reply(inject(dialogue, ctx), [schema] if schema else [],
+                                      run_tool)
