@@ -1,0 +1,122 @@
+"""The message loop under the real discord.py client: memory written through
+the tool and shown the next turn, threads, DMs, splitting, failures."""
+
+from __future__ import annotations
+
+import asyncio
+
+from stm_discord.loop import FAILURE_REPLY
+from stm_discord.replies import MESSAGE_LIMIT
+from stm_discord.testing.scripted_model import LONG_REPLY, ScriptedModel
+from stm_discord.testing.world import ALICE, BOB, BOT, DM, GENERAL, PLANS, SECRETS, Running
+
+
+async def ask(run: Running, channel: int, who: object, text: str, count: int) -> str:
+    """Say ``text`` to the bot; the bot's ``count``-th message in the channel."""
+    mention = [] if channel == DM else [BOT]
+    prefix = "" if channel == DM else "<@99> "
+    await run.fake.say(channel, who, prefix + text, mentions=mention)  # type: ignore[arg-type]
+    return (await run.fake.messages_in(channel, count))[-1].content
+
+
+async def stored_lines(run: Running, channel: int, *, count: int) -> list[str]:
+    """The channel's stored lines, once there are ``count`` (recording follows the reply)."""
+    for _ in range(200):
+        snap = await run.stm.admin.view_memory(channel_id=str(channel), persona_id="1",
+                                               server_id="7")
+        if len(snap.messages) >= count:
+            return [m.content for m in snap.messages]
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"fewer than {count} lines stored")
+
+
+def prompt_text(model: ScriptedModel) -> str:
+    return "\n".join(str(m.get("content")) for m in model.requests[-1]["messages"])
+
+
+async def test_memory_written_by_the_tool_shows_on_the_next_turns(
+        run: Running, model: ScriptedModel) -> None:
+    assert await ask(run, GENERAL.id, ALICE, "please remember Alice paints teal skies", 1) \
+        == "Noted: Alice paints teal skies"
+    tools = model.requests[0]["tools"]
+    assert [t["function"]["name"] for t in tools] == ["update_short_term_memory"]
+    reply = await ask(run, GENERAL.id, BOB, "what do you know?", 2)
+    assert reply == "I hear you, Bob. I remember: Alice paints teal skies"
+    assert "short term memory" in prompt_text(model)
+    # A third turn still shows it, and the dialogue reads mentions as names.
+    await ask(run, GENERAL.id, ALICE, "and now?", 3)
+    assert "Alice paints teal skies" in prompt_text(model)
+    assert "<@99>" not in prompt_text(model)
+    assert prompt_text(model).endswith("Alice: Tomori and now?")
+
+
+async def test_every_stored_line_carries_its_author(run: Running) -> None:
+    await ask(run, GENERAL.id, ALICE, "hi", 1)
+    await ask(run, GENERAL.id, BOB, "hello too", 2)
+    await stored_lines(run, GENERAL.id, count=4)
+    snap = await run.stm.admin.view_memory(channel_id=str(GENERAL.id), persona_id="1",
+                                           server_id="7")
+    lines = [(m.role, m.speaker_name, m.author_id) for m in snap.messages]
+    assert ("user", "Alice", "42") in lines and ("user", "Bob", "43") in lines
+    assert all(author for role, _, author in lines if role == "user")
+    assert ("model", "Tomori", None) in [(r, s, None) for r, s, _ in lines]
+
+
+async def test_a_thread_inherits_its_parents_privacy(run: Running, model: ScriptedModel) -> None:
+    await ask(run, PLANS.id, ALICE, "remember the surprise party is on Friday", 1)
+    # Not private: another channel's prompt shows the thread's memory...
+    await ask(run, GENERAL.id, BOB, "anything new?", 1)
+    assert "surprise party" in prompt_text(model)
+    # ...and once the thread's parent is private, it no longer does.
+    await run.stm.admin.set_private_channels("7", channel_ids=[str(SECRETS.id)])
+    await ask(run, GENERAL.id, BOB, "anything new now?", 2)
+    assert "surprise party" not in prompt_text(model)
+    # The thread itself still remembers.
+    assert "surprise party" in await ask(run, PLANS.id, ALICE, "what was planned?", 2)
+
+
+async def test_a_dm_keeps_its_own_memory(run: Running) -> None:
+    assert await ask(run, DM, BOB, "remember I like pastels", 1) == "Noted: I like pastels"
+    assert await ask(run, DM, BOB, "so?", 2) == "I hear you, Bob. I remember: I like pastels"
+    snap = await run.stm.admin.view_memory(channel_id=str(DM), persona_id="1", user_id="43")
+    assert snap.scope == "dm" and snap.text == "I like pastels"
+    # Not the guild's: the general channel has no such memory.
+    guild = await run.stm.admin.view_memory(channel_id=str(DM), persona_id="1", server_id="7")
+    assert guild.is_empty
+
+
+async def test_a_long_reply_is_split_within_discords_limit(run: Running) -> None:
+    await run.fake.say(GENERAL.id, ALICE, "<@99> say something long", mentions=[BOT])
+    parts = await run.fake.messages_in(GENERAL.id, 3)
+    assert all(len(p.content) <= MESSAGE_LIMIT for p in parts)
+    assert " ".join(p.content for p in parts) == LONG_REPLY
+
+
+async def test_when_the_model_fails_the_bot_says_so_and_keeps_the_turn(
+        run: Running, model: ScriptedModel) -> None:
+    model.fail_next = 1
+    assert await ask(run, GENERAL.id, ALICE, "hello?", 1) == FAILURE_REPLY
+    assert await stored_lines(run, GENERAL.id, count=2) == ["<@99> hello?", FAILURE_REPLY]
+    # The next turn goes on as usual.
+    assert await ask(run, GENERAL.id, ALICE, "remember the kiln is hot", 2) \
+        == "Noted: the kiln is hot"
+
+
+async def test_when_discord_refuses_the_reply_the_turn_is_kept(run: Running) -> None:
+    run.fake.fail_sends.append(403)
+    await run.fake.say(GENERAL.id, ALICE, "<@99> remember the easel is broken",
+                       mentions=[BOT])
+    failed = await run.fake.wait_for(lambda s: s.kind == "failed")
+    assert failed.body["content"] == "Noted: the easel is broken"
+    # Recorded all the same: the user's line and the reply the model gave...
+    lines = await stored_lines(run, GENERAL.id, count=2)
+    assert lines == ["<@99> remember the easel is broken", "Noted: the easel is broken"]
+    # ...and the memory the model wrote shows on the next turn.
+    reply = await ask(run, GENERAL.id, BOB, "news?", 1)
+    assert reply == "I hear you, Bob. I remember: the easel is broken"
+
+
+async def test_the_bot_answers_only_when_addressed(run: Running) -> None:
+    await run.fake.say(GENERAL.id, ALICE, "just chatting")
+    await ask(run, GENERAL.id, ALICE, "hi", 1)
+    assert [s.content for s in run.fake.sent if s.kind == "message"] == ["I hear you, Alice."]
