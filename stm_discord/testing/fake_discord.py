@@ -160,6 +160,8 @@ class FakeDiscord:
         #: Interactions sent to the bot: id -> channel, and token -> id.
         self._pending: dict[str, int] = {}
         self._token_interactions: dict[str, str] = {}
+        #: Component interactions: id -> the message clicked on.
+        self._clicked: dict[str, str] = {}
         self._sockets: list[web.WebSocketResponse] = []
         self._compress: dict[web.WebSocketResponse, Any] = {}
         self._seq = itertools.count(1)
@@ -324,6 +326,8 @@ class FakeDiscord:
     async def _interact(self, payload: Json) -> Sent:
         before = len(self.sent)
         self._pending[payload["id"]] = int(payload["channel_id"])
+        if "message" in payload:
+            self._clicked[payload["id"]] = payload["message"]["id"]
         self._token_interactions[payload["token"]] = payload["id"]
         await self.dispatch("INTERACTION_CREATE", payload)
         return await self.wait_for(lambda s: s.body.get("_interaction") == payload["id"],
@@ -460,6 +464,8 @@ class FakeDiscord:
         if body.get("type") in (4, 7):
             data = body.get("data") or {}
             message = self._message_stub(channel_id, data)
+            if body["type"] == 7:  # the clicked message, updated in place
+                message["id"] = self._clicked[interaction_id]
         await self._record(Sent(kind="callback", channel_id=channel_id,
                                 body={**body, "_interaction": interaction_id}, message=message))
         answer: Json = {"interaction": {"id": interaction_id, "type": 2,
