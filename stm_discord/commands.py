@@ -53,15 +53,14 @@ async def say(interaction: discord.Interaction, text: str | None = None, *,
               embed: discord.Embed | None = None, view: discord.ui.View | None = None,
               ephemeral: bool = True) -> None:
     """Answer the interaction, or follow up when it was answered already."""
-    kwargs: dict[str, object] = {"ephemeral": ephemeral}
-    if embed is not None:
-        kwargs["embed"] = embed
-    if view is not None:
-        kwargs["view"] = view
+    embeds = [embed] if embed is not None else []
+    shown = view if view is not None else discord.utils.MISSING
     if interaction.response.is_done():
-        await interaction.followup.send(text or "", **kwargs)  # type: ignore[arg-type]
+        await interaction.followup.send(text or "", embeds=embeds, view=shown,
+                                        ephemeral=ephemeral)
     else:
-        await interaction.response.send_message(text, **kwargs)  # type: ignore[arg-type]
+        await interaction.response.send_message(text, embeds=embeds, view=shown,
+                                                ephemeral=ephemeral)
 
 
 def error_embed(error: Exception) -> discord.Embed:
@@ -144,8 +143,7 @@ class StmCommands(commands.Cog):
         except (ValidationError, PermissionDenied) as error:
             await say(interaction, embed=error_embed(error))
             return
-        lines = [f"{label}: **{params.labels[key] if key != 'render_mode' else params.render_mode}**"
-                 for key, label in PARAM_LABELS.items()]
+        lines = [f"{label}: **{params.labels[key]}**" for key, label in PARAM_LABELS.items()]
         title = "Settings saved" if writes else "Current settings"
         await say(interaction, f"**{title}**\n" + "\n".join(lines))
 

@@ -8,6 +8,7 @@ import attrs
 import discord
 
 from stm_core import Actor, PermissionDenied, Stm, ValidationError
+from stm_core.admin.memory import display_text
 from stm_core.admin.values import (
     Capability,
     CategoryInfo,
@@ -15,7 +16,6 @@ from stm_core.admin.values import (
     ServerCategories,
     ServerPrompts,
 )
-from stm_core.admin.memory import display_text
 from stm_discord.mapping import Persona
 
 #: Discord's limits of a modal's text input.
@@ -51,10 +51,10 @@ class PromptModal(discord.ui.Modal):
         super().__init__(title="Short-term memory prompts")
         self.stm = stm
         self.prompts = prompts
-        self.tool = discord.ui.TextInput(
+        self.tool: discord.ui.TextInput[PromptModal] = discord.ui.TextInput(
             label="Tool description", style=discord.TextStyle.paragraph, required=False,
             max_length=PROMPT_MAX, default=prompts.tool_description.text)
-        self.nudge = discord.ui.TextInput(
+        self.nudge: discord.ui.TextInput[PromptModal] = discord.ui.TextInput(
             label="Nudge", style=discord.TextStyle.paragraph, required=False,
             max_length=PROMPT_MAX, default=prompts.nudge.text)
         self.add_item(self.tool)
@@ -136,18 +136,30 @@ class PersonaPicker(discord.ui.View):
         persona = self.personas[self.select.values[0]]
         # Awaited pre-warm: the modal shows what is stored, so a cold cache
         # cannot make a save wipe the memory.
-        key = _memory_key(interaction)
-        snapshot = await self.stm.admin.view_memory(persona_id=persona.id, **key)
+        place = Place.of(interaction)
+        snapshot = await self.stm.admin.view_memory(
+            channel_id=place.channel_id, persona_id=persona.id, server_id=place.server_id,
+            user_id=place.user_id)
         infos = await _categories(self.stm, interaction)
         await interaction.response.send_modal(
             MemoryModal(self.stm, persona, snapshot, infos, picker=self))
 
 
-def _memory_key(interaction: discord.Interaction) -> dict[str, str | None]:
-    """The live row of the channel: the server's in a guild, the user's in a DM."""
-    guild = str(interaction.guild_id) if interaction.guild_id is not None else None
-    return {"channel_id": str(interaction.channel_id), "server_id": guild,
-            "user_id": str(interaction.user.id)}
+@attrs.frozen(kw_only=True)
+class Place:
+    """Where a command runs: the live row is the server's in a guild, the
+    user's in a DM (and in a guild, ``user_id`` is the editor's own copy)."""
+
+    channel_id: str
+    server_id: str | None
+    user_id: str
+
+    @classmethod
+    def of(cls, interaction: discord.Interaction) -> Place:
+        guild = interaction.guild_id
+        return cls(channel_id=str(interaction.channel_id),
+                   server_id=str(guild) if guild is not None else None,
+                   user_id=str(interaction.user.id))
 
 
 async def _categories(stm: Stm, interaction: discord.Interaction) -> tuple[CategoryInfo, ...]:
@@ -185,18 +197,14 @@ class MemoryModal(discord.ui.Modal):
         self.category_mode = bool(infos)
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
-        key = _memory_key(interaction)
-        if key["server_id"] is None:
-            key["user_id"] = str(interaction.user.id)
+        place = Place.of(interaction)
+        values = {slug: box.value for slug, box in self.boxes.items()}
         try:
-            if self.category_mode:
-                await self.stm.admin.edit_memory(
-                    persona_id=self.persona.id, actor=_actor(interaction),
-                    categories={slug: box.value for slug, box in self.boxes.items()}, **key)
-            else:
-                await self.stm.admin.edit_memory(
-                    persona_id=self.persona.id, actor=_actor(interaction),
-                    summary=self.boxes["summary"].value, **key)
+            await self.stm.admin.edit_memory(
+                channel_id=place.channel_id, persona_id=self.persona.id,
+                server_id=place.server_id, user_id=place.user_id, actor=_actor(interaction),
+                categories=values if self.category_mode else None,
+                summary=None if self.category_mode else values["summary"])
         except (ValidationError, PermissionDenied) as error:
             await interaction.response.send_message(embed=_refusal(error), ephemeral=True)
             return
@@ -213,15 +221,19 @@ SCOPE_NOTES = {"server": "Shared memory of this channel (everyone here sees it i
 async def memory_embeds(stm: Stm, interaction: discord.Interaction,
                         personas: Sequence[Persona]) -> list[discord.Embed]:
     """One embed per persona with a memory here (summary or categories)."""
-    key = _memory_key(interaction)
+    place = Place.of(interaction)
     actor = _actor(interaction)
-    listed = await stm.admin.list_personas(actor=actor, **key)
+    listed = await stm.admin.list_personas(channel_id=place.channel_id,
+                                           server_id=place.server_id, user_id=place.user_id,
+                                           actor=actor)
     names = {p.id: p.name for p in personas}
     embeds = []
     for found in listed:
         if found.mode_hint == "lines" or not found.persona_id:
             continue
-        snapshot = await stm.admin.view_memory(persona_id=found.persona_id, actor=actor, **key)
+        snapshot = await stm.admin.view_memory(
+            channel_id=place.channel_id, persona_id=found.persona_id,
+            server_id=place.server_id, user_id=place.user_id, actor=actor)
         name = names.get(found.persona_id, f"Persona {found.persona_id}")
         embeds.append(discord.Embed(description=(
             f"**{name}**\n*{SCOPE_NOTES[snapshot.scope]}*\n\n{view_text(snapshot)}")))

@@ -407,7 +407,7 @@ class FakeDiscord:
     # -- REST --------------------------------------------------------------------------------
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         parts = request.match_info["tail"].strip("/").split("/")
-        body: Json = {}
+        body: Any = {}
         if request.can_read_body:
             if request.content_type == "application/json":
                 body = await request.json()
@@ -427,8 +427,8 @@ class FakeDiscord:
         if parts[0] == "applications" and parts[-1] == "commands" and method == "PUT":
             self.commands = body if isinstance(body, list) else []
             return _json([{**c, "id": str(next(self._ids)),
-                                       "application_id": str(self.application_id),
-                                       "version": "1"} for c in self.commands])
+                           "application_id": str(self.application_id), "version": "1"}
+                          for c in self.commands])
         if parts[0] == "channels" and parts[2:] == ["typing"]:
             return web.Response(status=204)
         if parts[0] == "channels" and parts[2:] == ["messages"]:

@@ -11,6 +11,7 @@ from stm_discord import open_store
 from stm_discord.testing.scripted_model import ScriptedModel
 from stm_discord.testing.world import Running, fake_discord, running_bot
 
+
 @pytest.fixture
 def model() -> ScriptedModel:
     return ScriptedModel()
