@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from rich.console import Console
@@ -31,7 +31,7 @@ from stm_discord.testing.world import (
     fake_discord,
 )
 
-Main = Callable[[str, ChatModel], Awaitable[None]]
+Main = Callable[[str, ChatModel], Coroutine[Any, Any, None]]
 NAMES = {GENERAL.id: "#general", SECRETS.id: "#secrets", PLANS.id: "#plans (thread)",
          DM: "DM"}
 
