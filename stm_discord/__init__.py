@@ -17,7 +17,7 @@ from typing import Any
 
 from discord.ext import commands
 
-from stm_core import Stm
+from stm_core import Stm, ValidationError
 from stm_core import open_store as open_core_store
 from stm_discord import permissions
 from stm_discord.commands import StmCommands
@@ -43,7 +43,17 @@ async def add_to(bot: commands.Bot, stm: Stm, model: ChatModel, *,
                  personas: Sequence[Persona] = DEFAULT_PERSONAS, **chat: Any) -> None:
     """Add the message loop and the command surface to ``bot``. The bot
     answers as ``personas[0]``; the commands know every persona. ``chat``
-    goes to :class:`StmChat` (``window``, ``failure_reply``)."""
+    goes to :class:`StmChat` (``window``, ``failure_reply``).
+
+    Raises :class:`~stm_core.ValidationError` for no persona, a persona that
+    is not a :class:`Persona`, or two personas with one id."""
+    personas = tuple(personas)
+    if not personas or not all(isinstance(p, Persona) for p in personas):
+        raise ValidationError("personas must be one or more stm_discord.Persona",
+                              field="personas", allowed="Persona(id=..., name=...), ...")
+    if len({p.id for p in personas}) != len(personas):
+        raise ValidationError("two personas have the same id", field="personas",
+                              allowed="distinct persona ids")
     await bot.add_cog(StmChat(bot, stm, model, personas=personas, **chat))
     await bot.add_cog(StmCommands(stm, personas))
 

@@ -25,7 +25,7 @@ from typing import Any
 import discord
 from discord.ext import commands
 
-from stm_core import TOOL_NAME, PersonaResponse, Stm, Turn
+from stm_core import TOOL_NAME, PersonaResponse, Stm, Turn, ValidationError
 from stm_core.inject import inject
 from stm_discord.mapping import Persona, as_dialogue, turn_for, window_lines
 from stm_discord.model import ChatModel
@@ -45,6 +45,12 @@ class StmChat(commands.Cog):
     def __init__(self, bot: commands.Bot, stm: Stm, model: ChatModel, *,
                  personas: Sequence[Persona], window: int = WINDOW,
                  failure_reply: str = FAILURE_REPLY) -> None:
+        if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= 100:
+            raise ValidationError(f"window must be an integer from 1 to 100, got {window!r}",
+                                  field="window", allowed="an integer from 1 to 100")
+        if not isinstance(failure_reply, str) or not failure_reply.strip():
+            raise ValidationError("failure_reply must be non-blank text",
+                                  field="failure_reply", allowed="non-blank text")
         self.bot = bot
         self.stm = stm
         self.model = model

@@ -19,16 +19,30 @@ from typing import Any
 import attrs
 import discord
 
-from stm_core import HistoryMessage, Turn
+from stm_core import HistoryMessage, Turn, ValidationError, arguments
 from stm_plugins.discord_mentions import convert_discord_mentions
+
+
+def _persona_id(value: str | int) -> str:
+    ident = arguments.to_id(value, "persona.id")
+    if not ident.strip():
+        raise ValidationError("a persona id must not be blank", field="persona.id",
+                              allowed="a non-blank id")
+    return ident
+
+
+def _persona_name(_: object, attribute: object, value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"a persona name must be non-blank text, got {value!r}",
+                              field="persona.name", allowed="non-blank text")
 
 
 @attrs.frozen(kw_only=True)
 class Persona:
     """Who the bot speaks as: stm keeps one memory per persona per channel."""
 
-    id: str
-    name: str
+    id: str = attrs.field(converter=_persona_id)
+    name: str = attrs.field(validator=_persona_name)
 
 
 def turn_for(message: discord.Message, persona: Persona, *, provider: str,

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 from openai import AsyncOpenAI
 
+from stm_core import ValidationError
+
 #: Runs one tool call of the model: ``(name, arguments) -> text for the model``.
 ToolRunner = Callable[[str, Any], Awaitable[str]]
 
@@ -60,6 +62,16 @@ class Router:
 
     def __init__(self, key: str, *, system: str = "", client: AsyncOpenAI | None = None,
                  max_tool_rounds: int = MAX_TOOL_ROUNDS) -> None:
+        if not isinstance(key, str) or not key.strip():
+            raise ValidationError(f"the model key must be non-blank text, got {key!r}",
+                                  field="key", allowed="a key such as 'openai/gpt-4o-mini'")
+        if not isinstance(system, str):
+            raise ValidationError("system must be text", field="system", allowed="text")
+        if (isinstance(max_tool_rounds, bool) or not isinstance(max_tool_rounds, int)
+                or not 0 <= max_tool_rounds <= 10):
+            raise ValidationError(f"max_tool_rounds must be an integer from 0 to 10, got "
+                                  f"{max_tool_rounds!r}", field="max_tool_rounds",
+                                  allowed="an integer from 0 to 10")
         self.key = key
         self.system = system
         self.client = client if client is not None else default_client(key)

@@ -444,6 +444,8 @@ class FakeDiscord:
                                            "components": body.get("components") or []})
             await self._record(Sent(kind="message", channel_id=channel_id, body=body,
                                     message=message))
+            # As Discord does, the bot hears its own message on the gateway.
+            await self.dispatch("MESSAGE_CREATE", message)
             return _json(message)
         if parts[0] == "interactions" and parts[-1] == "callback":
             return await self._callback(parts[1], body)
