@@ -7,10 +7,22 @@ from typing import Any
 
 import pytest
 
+from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey
+from stm_discord import open_store
 from stm_discord.commands import GUILD_ONLY, REFUSED
-from stm_discord.testing.fake_discord import Sent
-from stm_discord.testing.world import ALICE, BOB, BOT, DM, GENERAL, SECRETS, Running
+from stm_discord.testing.fake_discord import Channel, FakeDiscord, Guild, Sent
+from stm_discord.testing.world import (
+    ALICE,
+    BOB,
+    BOT,
+    DM,
+    GENERAL,
+    SECRETS,
+    Running,
+    fake_discord,
+    running_bot,
+)
 from stm_discord.views import CATEGORIES_TITLE, LABEL_MAX, PLACEHOLDER_MAX, VALUE_MAX
 
 SERVER = "7"
@@ -362,3 +374,50 @@ async def test_personal_stm_toggles_the_opt_in_and_clears(run: Running) -> None:
 async def test_help_stm_is_a_guide(run: Running) -> None:
     answer = await run.fake.slash(GENERAL.id, BOB, "help stm")
     assert answer.ephemeral and "/persona stm view" in answer.content
+
+
+async def test_persona_edit_prefills_from_the_database_on_a_cold_cache(
+        run: Running, db_url: str) -> None:
+    """The value comes from an awaited read, not from whatever the cache holds:
+    a memory written by another process (the ``stm`` command) shows, so saving
+    the modal cannot wipe it."""
+    async with open_store(db_url, load_entrypoints=False) as other:
+        await other.admin.edit_memory(channel_id=str(GENERAL.id), persona_id="2",
+                                      server_id=SERVER, summary="Written elsewhere.")
+    picker = await run.fake.slash(GENERAL.id, ALICE, "persona stm edit")
+    opened = await run.fake.click(picker, ALICE, "stm-persona-pick", values=["2"])
+    assert inputs(opened.modal or {})[0]["value"] == "Written elsewhere."
+
+
+async def test_categories_edit_has_as_many_slots_as_categories_allowed(
+        tmp_path: Any, model: Any) -> None:
+    settings = Settings(max_categories=3)
+    async with fake_discord() as fake, \
+            open_store(f"sqlite+aiosqlite:///{tmp_path / 'c.db'}", settings=settings,
+                       load_entrypoints=False) as stm, \
+            running_bot(fake, stm, model.router()):
+        opened = await fake.slash(GENERAL.id, ALICE, "server stm categories-edit")
+    assert [b["label"] for b in inputs(opened.modal or {})] == [
+        "Category 1", "Category 2", "Category 3"]
+
+
+async def test_private_channels_come_in_pages_and_other_pages_stay(
+        tmp_path: Any, model: Any) -> None:
+    channels = tuple(Channel(id=2000 + n, name=f"room-{n:02}") for n in range(30))
+    big = Guild(id=8, name="Big", channels=channels, members=(ALICE, BOB, BOT))
+    async with FakeDiscord([big], bot=BOT) as fake, \
+            open_store(f"sqlite+aiosqlite:///{tmp_path / 'p.db'}",
+                       load_entrypoints=False) as stm:
+        fake.point_discord_py_here()
+        async with running_bot(fake, stm, model.router()):
+            first = await fake.slash(2000, ALICE, "server private-channels")
+            [select] = [c for c in components(first) if c["type"] == 3]
+            assert len(select["options"]) == 25 and select["options"][0]["label"] == "room-00"
+            first = await fake.click(first, ALICE, "stm-private-channels", values=["2003"])
+            second = await fake.click(first, ALICE, "stm-private-next")
+            [select] = [c for c in components(second) if c["type"] == 3]
+            assert [o["label"] for o in select["options"]] == [
+                f"room-{n}" for n in range(25, 30)]
+            second = await fake.click(second, ALICE, "stm-private-channels", values=["2027"])
+            assert second.content == "Private channels: #room-03, #room-27"
+            assert (await stm.admin.privacy("8")).private_channel_ids == ("2003", "2027")
