@@ -43,7 +43,7 @@ async def add_to(bot: commands.Bot, stm: Stm, model: ChatModel, *,
                  personas: Sequence[Persona] = DEFAULT_PERSONAS, **chat: Any) -> None:
     """Add the message loop and the command surface to ``bot``. The bot
     answers as ``personas[0]``; the commands know every persona. ``chat``
-    goes to :class:`StmChat` (``window``, ``failure_reply``).
+    goes to :class:`StmChat` (``window``, ``failure_reply``, ``model_timeout``).
 
     Raises :class:`~stm_core.ValidationError` for no persona, a persona that
     is not a :class:`Persona`, or two personas with one id."""

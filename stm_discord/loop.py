@@ -7,7 +7,8 @@ over 2,000 characters), record the window and the reply.
 
 A turn is never lost when something fails:
 
-* **the model fails** (an error, a timeout): the bot sends
+* **the model fails** (an error, or no answer within ``model_timeout``
+  seconds): the bot sends
   ``failure_reply`` instead, and the turn is recorded with it, so the user's
   line is kept; tool calls applied before the failure stay applied;
 * **Discord refuses the reply**: the turn is recorded all the same, with the
@@ -18,6 +19,7 @@ A turn is never lost when something fails:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +39,8 @@ log = logging.getLogger("stm.discord")
 FAILURE_REPLY = "Sorry, I could not think of an answer just now. Please try again."
 #: Messages of the channel the model sees, the triggering one included.
 WINDOW = 20
+#: Seconds a turn waits for the model (its tool calls included).
+MODEL_TIMEOUT = 120.0
 
 
 class StmChat(commands.Cog):
@@ -44,13 +48,20 @@ class StmChat(commands.Cog):
 
     def __init__(self, bot: commands.Bot, stm: Stm, model: ChatModel, *,
                  personas: Sequence[Persona], window: int = WINDOW,
-                 failure_reply: str = FAILURE_REPLY) -> None:
+                 failure_reply: str = FAILURE_REPLY,
+                 model_timeout: float = MODEL_TIMEOUT) -> None:
         if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= 100:
             raise ValidationError(f"window must be an integer from 1 to 100, got {window!r}",
                                   field="window", allowed="an integer from 1 to 100")
         if not isinstance(failure_reply, str) or not failure_reply.strip():
             raise ValidationError("failure_reply must be non-blank text",
                                   field="failure_reply", allowed="non-blank text")
+        if (isinstance(model_timeout, bool) or not isinstance(model_timeout, int | float)
+                or not 0 < model_timeout <= 3600):
+            raise ValidationError(f"model_timeout must be seconds from 0 to 3600, got "
+                                  f"{model_timeout!r}", field="model_timeout",
+                                  allowed="a number of seconds, more than 0, at most 3600")
+        self.model_timeout = float(model_timeout)
         self.bot = bot
         self.stm = stm
         self.model = model
@@ -86,7 +97,8 @@ class StmChat(commands.Cog):
         window = window_lines(seen, bot_user_id=me.id, persona=self.persona,
                               trigger_id=message.id)
         try:
-            reply = await self.think(turn, as_dialogue(window, turn))
+            reply = await asyncio.wait_for(self.think(turn, as_dialogue(window, turn)),
+                                           self.model_timeout)
         except Exception:
             log.exception("the model failed in channel %s", message.channel.id)
             reply = self.failure_reply

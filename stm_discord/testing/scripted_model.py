@@ -12,11 +12,14 @@ The script, on the last user line:
 * otherwise: "I hear you, <speaker>." and, when its memory shows in the prompt,
   "I remember: <memory>".
 
-``fail_next`` makes the next requests fail with a server error.
+``fail_next`` makes the next requests fail with a server error; while
+``held`` is set, requests wait until it is cleared... or forever (a network
+that never answers).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -48,6 +51,11 @@ class ScriptedModel:
         self.requests: list[Body] = []
         #: How many next requests fail (HTTP 500).
         self.fail_next = 0
+        #: While set, every request waits for :attr:`released`.
+        self.held = False
+        self.released = asyncio.Event()
+        #: Set when a request has arrived (and, if held, is waiting).
+        self.arrived = asyncio.Event()
 
     def client(self) -> AsyncOpenAI:
         transport = httpx.MockTransport(self._handle)
@@ -58,9 +66,12 @@ class ScriptedModel:
                system: str = "") -> Router:
         return Router(key, system=system, client=self.client())
 
-    def _handle(self, request: httpx.Request) -> httpx.Response:
+    async def _handle(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         self.requests.append(body)
+        self.arrived.set()
+        if self.held:
+            await self.released.wait()
         if self.fail_next:
             self.fail_next -= 1
             return httpx.Response(500, json={"error": {"message": "scripted failure"}})

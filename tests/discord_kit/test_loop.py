@@ -4,11 +4,26 @@ the tool and shown the next turn, threads, DMs, splitting, failures."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+import pytest
+
+from stm_discord import open_store
 from stm_discord.loop import FAILURE_REPLY
 from stm_discord.replies import MESSAGE_LIMIT
 from stm_discord.testing.scripted_model import LONG_REPLY, ScriptedModel
-from stm_discord.testing.world import ALICE, BOB, BOT, DM, GENERAL, PLANS, SECRETS, Running
+from stm_discord.testing.world import (
+    ALICE,
+    BOB,
+    BOT,
+    DM,
+    GENERAL,
+    PLANS,
+    SECRETS,
+    Running,
+    fake_discord,
+    running_bot,
+)
 
 
 async def ask(run: Running, channel: int, who: object, text: str, count: int) -> str:
@@ -120,3 +135,50 @@ async def test_the_bot_answers_only_when_addressed(run: Running) -> None:
     await run.fake.say(GENERAL.id, ALICE, "just chatting")
     await ask(run, GENERAL.id, ALICE, "hi", 1)
     assert [s.content for s in run.fake.sent if s.kind == "message"] == ["I hear you, Alice."]
+
+
+async def test_a_model_that_never_answers_times_out_into_the_failure_reply(
+        tmp_path: Path) -> None:
+    model = ScriptedModel()
+    model.held = True  # never released: a network that never answers
+    async with fake_discord() as fake, \
+            open_store(f"sqlite+aiosqlite:///{tmp_path / 'h.db'}", load_entrypoints=False) \
+            as stm, running_bot(fake, stm, model.router(), model_timeout=0.3) as run:
+        assert await ask(run, GENERAL.id, ALICE, "are you there?", 1) == FAILURE_REPLY
+        assert await stored_lines(run, GENERAL.id, count=2) == [
+            "<@99> are you there?", FAILURE_REPLY]
+
+
+async def test_a_store_closed_mid_turn_loses_no_line_after_a_restart(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The bot shuts its store while the model is thinking: the reply still
+    goes out, recording fails and is logged; the bot restarted on the same
+    database records the lost turn's lines with its next turn's window."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'r.db'}"
+    model = ScriptedModel()
+    async with fake_discord() as fake:
+        async with open_store(url, load_entrypoints=False) as stm, \
+                running_bot(fake, stm, model.router()):
+            model.held = True
+            await fake.say(GENERAL.id, ALICE, "<@99> the kiln is at 900 degrees",
+                           mentions=[BOT])
+            await asyncio.wait_for(model.arrived.wait(), 10)
+            await stm.aclose()
+            model.released.set()
+            [reply] = await fake.messages_in(GENERAL.id, 1)
+            assert reply.content == "I hear you, Alice."
+            for _ in range(200):
+                if "recording the turn failed" in caplog.text:
+                    break
+                await asyncio.sleep(0.01)
+            assert "recording the turn failed in channel 1001" in caplog.text
+        model.held = False
+        await fake.disconnect_all()
+        async with open_store(url, load_entrypoints=False) as stm, \
+                running_bot(fake, stm, model.router()) as run:
+            assert await stm.admin.view_memory(channel_id=str(GENERAL.id), persona_id="1",
+                                               server_id="7") is not None
+            await ask(run, GENERAL.id, BOB, "what did Alice say?", 2)
+            lines = await stored_lines(run, GENERAL.id, count=4)
+    assert lines == ["<@99> the kiln is at 900 degrees", "I hear you, Alice.",
+                     "<@99> what did Alice say?", "I hear you, Bob."]

@@ -172,7 +172,8 @@ async def test_a_host_replaces_the_permission_policy(owners_run: Running) -> Non
     ({"personas": [Persona(id="1", name="A"), Persona(id=1, name="B")]}, "personas"),
     ({"window": 0}, "window"), ({"window": 101}, "window"), ({"window": "5"}, "window"),
     ({"window": True}, "window"), ({"failure_reply": ""}, "failure_reply"),
-    ({"failure_reply": None}, "failure_reply"),
+    ({"failure_reply": None}, "failure_reply"), ({"model_timeout": 0}, "model_timeout"),
+    ({"model_timeout": "5"}, "model_timeout"), ({"model_timeout": 3601}, "model_timeout"),
 ])
 async def test_add_to_refuses_hostile_values(tmp_path: Path, kwargs: dict[str, Any],
                                              field: str) -> None:
