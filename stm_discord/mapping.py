@@ -31,7 +31,7 @@ def _persona_id(value: str | int) -> str:
     return ident
 
 
-def _persona_name(_: object, attribute: object, value: object) -> None:
+def _persona_name(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"a persona name must be non-blank text, got {value!r}",
                               field="persona.name", allowed="non-blank text")
