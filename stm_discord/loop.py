@@ -39,6 +39,10 @@ log = logging.getLogger("stm.discord")
 FAILURE_REPLY = "Sorry, I could not think of an answer just now. Please try again."
 #: Messages of the channel the model sees, the triggering one included.
 WINDOW = 20
+#: Whom a reply may ping: the users it names, never everyone or a role (what
+#: the model writes may come from what users wrote).
+MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True,
+                                   replied_user=False)
 #: Seconds a turn waits for the model (its tool calls included).
 MODEL_TIMEOUT = 120.0
 
@@ -105,7 +109,7 @@ class StmChat(commands.Cog):
         reply = reply.strip() or self.failure_reply
         try:
             for part in split_reply(reply):
-                await message.channel.send(part)
+                await message.channel.send(part, allowed_mentions=MENTIONS)
         except discord.HTTPException:
             log.exception("Discord refused the reply in channel %s", message.channel.id)
         try:

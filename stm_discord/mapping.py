@@ -79,10 +79,22 @@ def history_line(message: discord.Message, *, bot_user_id: int, persona: Persona
     """One line of the window: the bot's own lines are the persona's."""
     own = message.author.id == bot_user_id
     return HistoryMessage(
-        author_type="persona" if own else "user", content=message.content or "(no text)",
+        author_type="persona" if own else "user", content=line_text(message),
         speaker_name=persona.name if own else message.author.display_name,
         author_id=persona.id if own else message.author.id,
         is_trigger=message.id == trigger_id)
+
+
+def line_text(message: discord.Message) -> str:
+    """The message as a line: whom it replies to, its text, its attachments."""
+    parts = []
+    ref = message.reference
+    if ref is not None and isinstance(ref.resolved, discord.Message):
+        parts.append(f"(replying to {ref.resolved.author.display_name})")
+    if message.content:
+        parts.append(message.content)
+    parts += [f"[attachment: {a.filename}]" for a in message.attachments]
+    return " ".join(parts) or "(no text)"
 
 
 def window_lines(messages: Iterable[discord.Message], *, bot_user_id: int, persona: Persona,

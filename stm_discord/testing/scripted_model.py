@@ -8,6 +8,7 @@ The script, on the last user line:
 
 * "remember X" with the memory tool offered: calls the tool with the summary
   "X", then answers "Noted: X";
+* "echo X": answers X;
 * "long": answers 4,500 characters (more than one Discord message);
 * otherwise: "I hear you, <speaker>." and, when its memory shows in the prompt,
   "I remember: <memory>".
@@ -88,6 +89,9 @@ class ScriptedModel:
             return _completion(body, tool_summary=wish.group(1).strip())
         if wish:
             return _completion(body, text=f"Noted: {wish.group(1).strip()}")
+        echo = re.search(r"\becho (.+)", said)
+        if echo:
+            return _completion(body, text=echo.group(1))
         if "long" in said.lower():
             return _completion(body, text=LONG_REPLY)
         text = f"I hear you, {speaker}."

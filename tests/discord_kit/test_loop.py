@@ -182,3 +182,10 @@ async def test_a_store_closed_mid_turn_loses_no_line_after_a_restart(
             lines = await stored_lines(run, GENERAL.id, count=4)
     assert lines == ["<@99> the kiln is at 900 degrees", "I hear you, Alice.",
                      "<@99> what did Alice say?", "I hear you, Bob."]
+
+
+async def test_a_reply_never_pings_everyone_or_a_role(run: Running) -> None:
+    await run.fake.say(GENERAL.id, ALICE, "<@99> echo @everyone look at <@43>", mentions=[BOT])
+    [sent] = await run.fake.messages_in(GENERAL.id, 1)
+    assert sent.content == "@everyone look at <@43>"
+    assert sent.body["allowed_mentions"] == {"parse": ["users"]}

@@ -85,7 +85,7 @@ async def test_mentions_in_memory_and_dialogue_read_as_names(
     assert "<@" not in str(model.requests[-1]["messages"])
 
 
-async def test_a_reply_to_the_bot_is_answered(run: Running) -> None:
+async def test_a_reply_to_the_bot_is_answered(run: Running, model: ScriptedModel) -> None:
     await run.fake.say(GENERAL.id, ALICE, "<@99> hi", mentions=[BOT])
     [first] = await run.fake.messages_in(GENERAL.id, 1)
     assert first.message is not None
@@ -96,6 +96,18 @@ async def test_a_reply_to_the_bot_is_answered(run: Running) -> None:
     await run.fake.dispatch("MESSAGE_CREATE", reply)
     answers = await run.fake.messages_in(GENERAL.id, 2)
     assert answers[-1].content == "I hear you, Bob."
+    assert model.requests[-1]["messages"][-1]["content"] == \
+        "Bob: (replying to Tomori) and me?"
+
+
+async def test_attachments_are_named_in_the_line(run: Running, model: ScriptedModel) -> None:
+    message = run.fake._message(GENERAL.id, ALICE, "<@99> look", mentions=[BOT], extra={
+        "attachments": [{"id": "1", "filename": "mural.png", "size": 10, "url": "x",
+                         "proxy_url": "x"}]})
+    await run.fake.dispatch("MESSAGE_CREATE", message)
+    await run.fake.messages_in(GENERAL.id, 1)
+    assert model.requests[-1]["messages"][-1]["content"] == \
+        "Alice: Tomori look [attachment: mural.png]"
 
 
 @pytest.mark.parametrize(("key", "family", "sent"), [
