@@ -322,6 +322,9 @@ async def test_persona_edit_in_a_dm_needs_no_permission(run: Running) -> None:
     await run.fake.submit_modal(opened, BOB, {"Summary": "Bob likes pastels."})
     snap = await run.stm.admin.view_memory(channel_id=str(DM), persona_id="2", user_id="43")
     assert snap.text == "Bob likes pastels."
+    shown = await run.fake.slash(DM, BOB, "persona stm view")
+    assert shown.ephemeral and shown.embeds_text == (
+        "**Kuro**\n*The memory of your direct messages with the bot.*\n\nBob likes pastels.")
     # An emptied box clears it.
     picker = await run.fake.slash(DM, BOB, "persona stm edit")
     opened = await run.fake.click(picker, BOB, "stm-persona-pick", values=["2"])

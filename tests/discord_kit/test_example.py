@@ -53,6 +53,12 @@ def test_the_example_rehearses_offline_in_an_empty_folder(tmp_path: Path) -> Non
         "↳ Tomori: Short-Term Memory is **off**",
     ]:
         assert line in out, out
+    # The tutorial shows what it prints.
+    shown = re.search(r"^```text\n(.*?)^```$", TUTORIAL.read_text(encoding="utf-8"),
+                      re.S | re.M)
+    assert shown is not None
+    for line in shown.group(1).splitlines():
+        assert line in out.splitlines(), line
     # The party in the private thread never reached #general.
     general = [line for line in out.splitlines() if "Bob. I remember" in line]
     assert general and not any("party" in line for line in general)
