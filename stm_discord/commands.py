@@ -16,8 +16,9 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from stm_core import Actor, AdminAction, PermissionDenied, Stm, ValidationError
+from stm_core import AdminAction, PermissionDenied, Stm, ValidationError
 from stm_discord import views
+from stm_discord.acting import actor_of, not_saved
 from stm_discord.mapping import Persona
 
 #: Discord's bounds of the parameters (reference §11).
@@ -43,12 +44,6 @@ private.
 • `/personal stm`: let your memories from other servers follow you, or clear yours."""
 
 
-def actor_of(interaction: discord.Interaction) -> Actor:
-    """The member as stm's permission policy sees them."""
-    can_manage = interaction.guild_id is not None and interaction.permissions.manage_guild
-    return Actor(user_id=str(interaction.user.id), can_manage=can_manage)
-
-
 async def say(interaction: discord.Interaction, text: str | None = None, *,
               embed: discord.Embed | None = None, view: discord.ui.View | None = None,
               ephemeral: bool = True) -> None:
@@ -61,11 +56,6 @@ async def say(interaction: discord.Interaction, text: str | None = None, *,
     else:
         await interaction.response.send_message(text, embeds=embeds, view=shown,
                                                 ephemeral=ephemeral)
-
-
-def error_embed(error: Exception) -> discord.Embed:
-    return discord.Embed(title="Not saved", description=str(error),
-                         colour=discord.Colour.red())
 
 
 class Surface:
@@ -141,7 +131,7 @@ class StmCommands(commands.Cog):
                 crude_message_count=crude_messages, nudge_injection_depth=nudge_depth,
                 content_injection_depth=content_depth, actor=actor_of(interaction))
         except (ValidationError, PermissionDenied) as error:
-            await say(interaction, embed=error_embed(error))
+            await say(interaction, embed=not_saved(error))
             return
         lines = [f"{label}: **{params.labels[key]}**" for key, label in PARAM_LABELS.items()]
         title = "Settings saved" if writes else "Current settings"

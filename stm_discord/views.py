@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import attrs
 import discord
 
-from stm_core import Actor, PermissionDenied, Stm, ValidationError
+from stm_core import PermissionDenied, Stm, ValidationError
 from stm_core.admin.memory import display_text
 from stm_core.admin.values import (
     Capability,
@@ -16,6 +16,7 @@ from stm_core.admin.values import (
     ServerCategories,
     ServerPrompts,
 )
+from stm_discord.acting import actor_of, not_saved
 from stm_discord.mapping import Persona
 
 #: Discord's limits of a modal's text input.
@@ -28,17 +29,6 @@ CATEGORY_LINE_MAX = 1000
 #: Channels one page of ``/server private-channels`` lists (a select's limit).
 PAGE = 25
 CATEGORIES_TITLE = "Categories (saving clears shared memories)"
-
-
-def _actor(interaction: discord.Interaction) -> Actor:
-    from stm_discord.commands import actor_of
-
-    return actor_of(interaction)
-
-
-def _refusal(error: Exception) -> discord.Embed:
-    return discord.Embed(title="Not saved", description=str(error),
-                         colour=discord.Colour.red())
 
 
 # -- /server stm prompt-edit -----------------------------------------------------------------
@@ -72,9 +62,9 @@ class PromptModal(discord.ui.Modal):
                 tool_description=typed(self.tool, p.tool_description.text
                                        if p.tool_description.is_default else ""),
                 nudge=typed(self.nudge, p.nudge.text if p.nudge.is_default else ""),
-                actor=_actor(interaction))
+                actor=actor_of(interaction))
         except (ValidationError, PermissionDenied) as error:
-            await interaction.response.send_message(embed=_refusal(error), ephemeral=True)
+            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
             return
         custom = sum(not t.is_default for t in (saved.tool_description, saved.nudge))
         await interaction.response.send_message(
@@ -104,9 +94,9 @@ class CategoriesModal(discord.ui.Modal):
     async def on_submit(self, interaction: discord.Interaction) -> None:
         try:
             saved = await self.stm.admin.set_categories(
-                self.server_id, [box.value for box in self.slots], actor=_actor(interaction))
+                self.server_id, [box.value for box in self.slots], actor=actor_of(interaction))
         except (ValidationError, PermissionDenied) as error:
-            await interaction.response.send_message(embed=_refusal(error), ephemeral=True)
+            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
             return
         listed = "\n".join(f"• **{c.label}**: {c.description}" for c in saved.categories)
         await interaction.response.send_message(
@@ -202,11 +192,11 @@ class MemoryModal(discord.ui.Modal):
         try:
             await self.stm.admin.edit_memory(
                 channel_id=place.channel_id, persona_id=self.persona.id,
-                server_id=place.server_id, user_id=place.user_id, actor=_actor(interaction),
+                server_id=place.server_id, user_id=place.user_id, actor=actor_of(interaction),
                 categories=values if self.category_mode else None,
                 summary=None if self.category_mode else values["summary"])
         except (ValidationError, PermissionDenied) as error:
-            await interaction.response.send_message(embed=_refusal(error), ephemeral=True)
+            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
             return
         picker = PersonaPicker(self.stm, list(self.picker.personas.values()))
         await interaction.response.send_message(
@@ -222,7 +212,7 @@ async def memory_embeds(stm: Stm, interaction: discord.Interaction,
                         personas: Sequence[Persona]) -> list[discord.Embed]:
     """One embed per persona with a memory here (summary or categories)."""
     place = Place.of(interaction)
-    actor = _actor(interaction)
+    actor = actor_of(interaction)
     listed = await stm.admin.list_personas(channel_id=place.channel_id,
                                            server_id=place.server_id, user_id=place.user_id,
                                            actor=actor)
@@ -274,9 +264,9 @@ class Capabilities(discord.ui.View):
         assert interaction.guild_id is not None
         try:
             changed: Capability = await self.stm.admin.set_stm_enabled(
-                str(interaction.guild_id), enabled=not self.enabled, actor=_actor(interaction))
+                str(interaction.guild_id), enabled=not self.enabled, actor=actor_of(interaction))
         except PermissionDenied as error:
-            await interaction.response.send_message(embed=_refusal(error), ephemeral=True)
+            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
             return
         self.enabled = changed.stm_enabled
         self._paint()
@@ -334,9 +324,9 @@ class PrivateChannels(discord.ui.View):
         wanted = (self.private - page_ids) | chosen
         try:
             saved = await self.stm.admin.set_private_channels(
-                self.guild_id, channel_ids=sorted(wanted), actor=_actor(interaction))
+                self.guild_id, channel_ids=sorted(wanted), actor=actor_of(interaction))
         except PermissionDenied as error:
-            await interaction.response.send_message(embed=_refusal(error), ephemeral=True)
+            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
             return
         self.private = set(saved.private_channel_ids)
         self._build()
