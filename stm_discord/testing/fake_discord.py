@@ -143,18 +143,17 @@ class FakeDiscord:
     :meth:`submit_modal` and :meth:`click`, and reads :attr:`sent`.
     """
 
-    def __init__(self, guilds: Iterable[Guild], *, bot: User, application_id: int = 900,
-                 dm_channel_id: int = 5000) -> None:
+    def __init__(self, guilds: Iterable[Guild], *, bot: User,
+                 application_id: int = 900) -> None:
         self.guilds = tuple(guilds)
         self.bot = bot
         self.application_id = application_id
-        self.dm_channel_id = dm_channel_id
         self.sent: list[Sent] = []
         #: Commands the bot registered (``tree.sync()``).
         self.commands: list[Json] = []
         #: Channel id -> its messages, oldest first (what the history route reads).
         self.history: dict[int, list[Json]] = {}
-        #: Status code and count of the next message sends to fail.
+        #: Status codes the next message sends fail with, one each.
         self.fail_sends: list[int] = []
         self._ids = itertools.count(10_000)
         #: Interactions sent to the bot: id -> channel, and token -> id.
@@ -177,12 +176,8 @@ class FakeDiscord:
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1]
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.port = self._runner.addresses[0][1]
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -296,7 +291,7 @@ class FakeDiscord:
 
     async def say(self, channel_id: int, author: User, content: str, *,
                   mentions: Iterable[User] = ()) -> Json:
-        """``author`` writes ``content`` in a channel (``dm_channel_id``: a DM)."""
+        """``author`` writes ``content`` in a channel (one of no guild: a DM)."""
         message = self._message(channel_id, author, content, mentions=mentions)
         await self.dispatch("MESSAGE_CREATE", message)
         return message
@@ -336,18 +331,14 @@ class FakeDiscord:
     async def slash(self, channel_id: int, user: User, path: str, **options: Any) -> Sent:
         """Run ``/server stm parameters`` as ``slash(ch, user, "server stm parameters",
         refresh_cadence=3)``; returns the interaction's first answer."""
-        names = path.split()
-        leaf: Json = {"name": names[-1], "type": 1, "options": [
-            {"name": k.replace("_", "-"), "type": _option_type(v), "value": v}
-            for k, v in options.items()]}
-        node = leaf
-        for depth, name in enumerate(reversed(names[1:-1] if len(names) > 1 else [])):
-            del depth
-            node = {"name": name, "type": 2, "options": [node]}
-        if len(names) == 1:
-            data: Json = {"id": "1", "name": names[0], "type": 1, "options": leaf["options"]}
-        else:
-            data = {"id": "1", "name": names[0], "type": 1, "options": [node]}
+        root, *groups = path.split()
+        # Options of the command, inside its subcommand groups (type 2) and
+        # its subcommand (type 1), as Discord nests them.
+        nested: list[Json] = [{"name": k.replace("_", "-"), "type": _option_type(v), "value": v}
+                              for k, v in options.items()]
+        for depth, name in enumerate(reversed(groups)):
+            nested = [{"name": name, "type": 1 if depth == 0 else 2, "options": nested}]
+        data: Json = {"id": "1", "name": root, "type": 1, "options": nested}
         guild = self._guild_of(channel_id)
         if guild is not None:
             data["guild_id"] = str(guild.id)
@@ -417,6 +408,11 @@ class FakeDiscord:
                     if getattr(part, "name", None) == "payload_json":
                         body = json.loads(await part.text())  # type: ignore[union-attr]
         method = request.method
+        # Interaction callbacks and webhooks carry their token in the path; every
+        # other route needs the bot's token, as on Discord.
+        if parts[0] not in ("interactions", "webhooks") and not request.headers.get(
+                "Authorization", "").startswith("Bot "):
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         if parts == ["users", "@me"]:
             return _json(self.bot.payload())
         if parts == ["oauth2", "applications", "@me"]:

@@ -58,7 +58,7 @@ def make_bot() -> commands.Bot:
 
 @contextlib.asynccontextmanager
 async def fake_discord() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord([ART_CLUB], bot=BOT, dm_channel_id=DM) as fake:
+    async with FakeDiscord([ART_CLUB], bot=BOT) as fake:
         fake.point_discord_py_here()
         yield fake
 
