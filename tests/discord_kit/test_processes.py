@@ -98,3 +98,19 @@ def test_the_distribution_needs_discord_only_with_the_extra() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert not [d for d in project["dependencies"] if "discord" in d or "openai" in d]
     assert project["optional-dependencies"]["discord"][0] == "discord.py>=2.3,<3"
+
+
+def test_no_module_of_stm_names_discord_or_the_kit() -> None:
+    """Not even in a function or under TYPE_CHECKING: the core and the
+    built-in plugins know nothing of discord.py (DESIGN decision 24)."""
+    import ast
+
+    found = []
+    for package in ("stm_core", "stm_plugins", "hookspecs"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                found += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                          if n.split(".")[0] in ("discord", "stm_discord")]
+    assert found == []
