@@ -9,6 +9,7 @@ again. ``/server …`` and ``/capabilities …`` are guild-only.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Literal
 
@@ -21,6 +22,8 @@ from stm_discord import views
 from stm_discord.acting import actor_of, not_saved
 from stm_discord.mapping import Persona
 
+log = logging.getLogger("stm.discord")
+
 #: Discord's bounds of the parameters (reference §11).
 Cadence = app_commands.Range[int, 1, 100]
 NudgeDepth = app_commands.Range[int, 0, 20]
@@ -28,6 +31,7 @@ ContentDepth = app_commands.Range[int, -1, 20]
 CrudeMessages = app_commands.Range[int, 1, 10]
 GUILD_ONLY = "This command works in a server only."
 REFUSED = "You need the **Manage Server** permission for this."
+FAILED = "Something went wrong. Please try again later."
 #: How the echo of ``/server stm parameters`` names each parameter.
 PARAM_LABELS = {"refresh_cadence": "Refresh cadence", "render_mode": "Render mode",
                 "crude_message_count": "Crude messages",
@@ -65,14 +69,11 @@ class Surface:
         self.stm = stm
         self.personas = tuple(personas)
 
-    def allowed(self, interaction: discord.Interaction, name: str, *, writes: bool,
-                scope: str = "server") -> bool:
-        """The permission policy's answer for the admin call ``name``."""
+    def allowed(self, interaction: discord.Interaction, name: str, *, writes: bool) -> bool:
+        """The permission policy's answer for the server-scope admin call ``name``."""
         guild = str(interaction.guild_id) if interaction.guild_id is not None else None
-        user = str(interaction.user.id)
-        action = AdminAction(name=name, writes=writes, scope=scope, server_id=guild,
-                             channel_id=str(interaction.channel_id),
-                             user_id=user if scope == "user" else None)
+        action = AdminAction(name=name, writes=writes, scope="server", server_id=guild,
+                             channel_id=str(interaction.channel_id))
         return self.stm.hooks.admin_allowed(actor_of(interaction), action)
 
     async def guard(self, interaction: discord.Interaction, name: str, *,
@@ -108,6 +109,18 @@ class StmCommands(commands.Cog):
         self.surface = Surface(stm, personas)
         self.stm = stm
 
+    async def cog_app_command_error(self, interaction: discord.Interaction,
+                                    error: app_commands.AppCommandError) -> None:
+        """A refused or invalid call (the policy, a value stm refuses) is shown to
+        the member; anything else is logged and answered with an apology."""
+        cause = getattr(error, "original", error)
+        if isinstance(cause, PermissionDenied | ValidationError):
+            await say(interaction, embed=not_saved(cause))
+            return
+        log.error("/%s failed", interaction.command.qualified_name if interaction.command
+                  else "?", exc_info=cause)
+        await say(interaction, FAILED)
+
     # -- /server stm parameters -------------------------------------------------------
     @server_stm.command(name="parameters", description="Show or change the memory settings")
     @app_commands.rename(refresh_cadence="refresh-cadence", render_mode="render-mode",
@@ -124,15 +137,11 @@ class StmCommands(commands.Cog):
         name = "set_server_params" if writes else "server_params"
         if not await self.surface.guard(interaction, name, writes=writes):
             return
-        server = str(interaction.guild_id)
-        try:
-            params = await self.stm.admin.set_server_params(
-                server, refresh_cadence=refresh_cadence, render_mode=render_mode,
-                crude_message_count=crude_messages, nudge_injection_depth=nudge_depth,
-                content_injection_depth=content_depth, actor=actor_of(interaction))
-        except (ValidationError, PermissionDenied) as error:
-            await say(interaction, embed=not_saved(error))
-            return
+        params = await self.stm.admin.set_server_params(
+            str(interaction.guild_id), refresh_cadence=refresh_cadence,
+            render_mode=render_mode, crude_message_count=crude_messages,
+            nudge_injection_depth=nudge_depth, content_injection_depth=content_depth,
+            actor=actor_of(interaction))
         lines = [f"{label}: **{params.labels[key]}**" for key, label in PARAM_LABELS.items()]
         title = "Settings saved" if writes else "Current settings"
         await say(interaction, f"**{title}**\n" + "\n".join(lines))

@@ -10,7 +10,7 @@ import pytest
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey
 from stm_discord import open_store
-from stm_discord.commands import GUILD_ONLY, REFUSED
+from stm_discord.commands import FAILED, GUILD_ONLY, REFUSED
 from stm_discord.testing.fake_discord import Channel, FakeDiscord, Guild, Sent
 from stm_discord.testing.world import (
     ALICE,
@@ -424,3 +424,11 @@ async def test_private_channels_come_in_pages_and_other_pages_stay(
             second = await fake.click(second, ALICE, "stm-private-channels", values=["2027"])
             assert second.content == "Private channels: #room-03, #room-27"
             assert (await stm.admin.privacy("8")).private_channel_ids == ("2003", "2027")
+
+
+async def test_a_failing_store_gets_an_apology_not_silence(
+        run: Running, caplog: pytest.LogCaptureFixture) -> None:
+    await run.stm.aclose()
+    answer = await run.fake.slash(GENERAL.id, BOB, "persona stm view")
+    assert answer.content == FAILED and answer.ephemeral
+    assert "/persona stm view failed" in caplog.text
