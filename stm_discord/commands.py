@@ -9,7 +9,6 @@ again. ``/server …`` and ``/capabilities …`` are guild-only.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Literal
 
@@ -17,12 +16,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from stm_core import AdminAction, PermissionDenied, Stm, ValidationError
+from stm_core import AdminAction, Stm
 from stm_discord import views
-from stm_discord.acting import actor_of, not_saved
+from stm_discord.acting import actor_of, answer_error
 from stm_discord.mapping import Persona
-
-log = logging.getLogger("stm.discord")
 
 #: Discord's bounds of the parameters (reference §11).
 Cadence = app_commands.Range[int, 1, 100]
@@ -31,7 +28,6 @@ ContentDepth = app_commands.Range[int, -1, 20]
 CrudeMessages = app_commands.Range[int, 1, 10]
 GUILD_ONLY = "This command works in a server only."
 REFUSED = "You need the **Manage Server** permission for this."
-FAILED = "Something went wrong. Please try again later."
 #: How the echo of ``/server stm parameters`` names each parameter.
 PARAM_LABELS = {"refresh_cadence": "Refresh cadence", "render_mode": "Render mode",
                 "crude_message_count": "Crude messages",
@@ -113,13 +109,8 @@ class StmCommands(commands.Cog):
                                     error: app_commands.AppCommandError) -> None:
         """A refused or invalid call (the policy, a value stm refuses) is shown to
         the member; anything else is logged and answered with an apology."""
-        cause = getattr(error, "original", error)
-        if isinstance(cause, PermissionDenied | ValidationError):
-            await say(interaction, embed=not_saved(cause))
-            return
-        log.error("/%s failed", interaction.command.qualified_name if interaction.command
-                  else "?", exc_info=cause)
-        await say(interaction, FAILED)
+        command = interaction.command.qualified_name if interaction.command else "?"
+        await answer_error(interaction, getattr(error, "original", error), f"/{command}")
 
     # -- /server stm parameters -------------------------------------------------------
     @server_stm.command(name="parameters", description="Show or change the memory settings")

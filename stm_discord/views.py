@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import attrs
 import discord
 
-from stm_core import PermissionDenied, Stm, ValidationError
+from stm_core import Stm
 from stm_core.admin.memory import display_text
 from stm_core.admin.values import (
     Capability,
@@ -16,7 +16,7 @@ from stm_core.admin.values import (
     ServerCategories,
     ServerPrompts,
 )
-from stm_discord.acting import actor_of, not_saved
+from stm_discord.acting import Modal, View, actor_of
 from stm_discord.mapping import Persona
 
 #: Discord's limits of a modal's text input.
@@ -32,7 +32,7 @@ CATEGORIES_TITLE = "Categories (saving clears shared memories)"
 
 
 # -- /server stm prompt-edit -----------------------------------------------------------------
-class PromptModal(discord.ui.Modal):
+class PromptModal(Modal):
     """The tool description and the nudge, each prefilled with the override
     or the mode's default. An empty box, or the default left as it was,
     resets to the default (stored as NULL)."""
@@ -56,23 +56,19 @@ class PromptModal(discord.ui.Modal):
             return "" if text == default.strip() else text
 
         p = self.prompts
-        try:
-            saved = await self.stm.admin.set_prompts(
-                p.server_id,
-                tool_description=typed(self.tool, p.tool_description.text
-                                       if p.tool_description.is_default else ""),
-                nudge=typed(self.nudge, p.nudge.text if p.nudge.is_default else ""),
-                actor=actor_of(interaction))
-        except (ValidationError, PermissionDenied) as error:
-            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
-            return
+        saved = await self.stm.admin.set_prompts(
+            p.server_id,
+            tool_description=typed(self.tool, p.tool_description.text
+                                   if p.tool_description.is_default else ""),
+            nudge=typed(self.nudge, p.nudge.text if p.nudge.is_default else ""),
+            actor=actor_of(interaction))
         custom = sum(not t.is_default for t in (saved.tool_description, saved.nudge))
         await interaction.response.send_message(
             f"Prompts saved: {custom} custom, {2 - custom} default.", ephemeral=True)
 
 
 # -- /server stm categories-edit --------------------------------------------------------------
-class CategoriesModal(discord.ui.Modal):
+class CategoriesModal(Modal):
     """``label: description`` per slot; one bad slot rejects the whole submit."""
 
     def __init__(self, stm: Stm, current: ServerCategories, slots: int) -> None:
@@ -92,12 +88,8 @@ class CategoriesModal(discord.ui.Modal):
             self.add_item(box)
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
-        try:
-            saved = await self.stm.admin.set_categories(
-                self.server_id, [box.value for box in self.slots], actor=actor_of(interaction))
-        except (ValidationError, PermissionDenied) as error:
-            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
-            return
+        saved = await self.stm.admin.set_categories(
+            self.server_id, [box.value for box in self.slots], actor=actor_of(interaction))
         listed = "\n".join(f"• **{c.label}**: {c.description}" for c in saved.categories)
         await interaction.response.send_message(
             f"Categories saved ({saved.cleared_memories} shared memories cleared):\n{listed}",
@@ -105,7 +97,7 @@ class CategoriesModal(discord.ui.Modal):
 
 
 # -- /persona stm edit --------------------------------------------------------------------------
-class PersonaPicker(discord.ui.View):
+class PersonaPicker(View):
     """Pick a persona, then edit its memory in a modal; the picker comes back
     after each save, so several personas can be edited in one go."""
 
@@ -164,7 +156,7 @@ def input_label(label: str) -> str:
     return (label[:1].upper() + label[1:])[:LABEL_MAX]
 
 
-class MemoryModal(discord.ui.Modal):
+class MemoryModal(Modal):
     """One input per category (or the summary), prefilled with what is stored."""
 
     def __init__(self, stm: Stm, persona: Persona, snapshot: MemorySnapshot,
@@ -189,15 +181,11 @@ class MemoryModal(discord.ui.Modal):
     async def on_submit(self, interaction: discord.Interaction) -> None:
         place = Place.of(interaction)
         values = {slug: box.value for slug, box in self.boxes.items()}
-        try:
-            await self.stm.admin.edit_memory(
-                channel_id=place.channel_id, persona_id=self.persona.id,
-                server_id=place.server_id, user_id=place.user_id, actor=actor_of(interaction),
-                categories=values if self.category_mode else None,
-                summary=None if self.category_mode else values["summary"])
-        except (ValidationError, PermissionDenied) as error:
-            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
-            return
+        await self.stm.admin.edit_memory(
+            channel_id=place.channel_id, persona_id=self.persona.id,
+            server_id=place.server_id, user_id=place.user_id, actor=actor_of(interaction),
+            categories=values if self.category_mode else None,
+            summary=None if self.category_mode else values["summary"])
         picker = PersonaPicker(self.stm, list(self.picker.personas.values()))
         await interaction.response.send_message(
             f"Saved {self.persona.name}'s memory. {picker.prompt}", view=picker, ephemeral=True)
@@ -239,7 +227,7 @@ def view_text(snapshot: MemorySnapshot) -> str:
 
 
 # -- /capabilities manage -------------------------------------------------------------------------
-class Capabilities(discord.ui.View):
+class Capabilities(View):
     """The "Short-Term Memory" checkbox."""
 
     def __init__(self, stm: Stm, enabled: bool) -> None:
@@ -262,19 +250,15 @@ class Capabilities(discord.ui.View):
 
     async def clicked(self, interaction: discord.Interaction) -> None:
         assert interaction.guild_id is not None
-        try:
-            changed: Capability = await self.stm.admin.set_stm_enabled(
-                str(interaction.guild_id), enabled=not self.enabled, actor=actor_of(interaction))
-        except PermissionDenied as error:
-            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
-            return
+        changed: Capability = await self.stm.admin.set_stm_enabled(
+            str(interaction.guild_id), enabled=not self.enabled, actor=actor_of(interaction))
         self.enabled = changed.stm_enabled
         self._paint()
         await interaction.response.edit_message(content=self.summary(), view=self)
 
 
 # -- /server private-channels ----------------------------------------------------------------------
-class PrivateChannels(discord.ui.View):
+class PrivateChannels(View):
     """Pages of 25 text channels; what is picked on a page is private."""
 
     def __init__(self, stm: Stm, guild: discord.Guild, private: set[str]) -> None:
@@ -322,12 +306,8 @@ class PrivateChannels(discord.ui.View):
         page_ids = {o.value for o in self.select.options}
         chosen = set(self.select.values) - {"none"}
         wanted = (self.private - page_ids) | chosen
-        try:
-            saved = await self.stm.admin.set_private_channels(
-                self.guild_id, channel_ids=sorted(wanted), actor=actor_of(interaction))
-        except PermissionDenied as error:
-            await interaction.response.send_message(embed=not_saved(error), ephemeral=True)
-            return
+        saved = await self.stm.admin.set_private_channels(
+            self.guild_id, channel_ids=sorted(wanted), actor=actor_of(interaction))
         self.private = set(saved.private_channel_ids)
         self._build()
         await interaction.response.edit_message(content=self.summary(), view=self)

@@ -10,7 +10,8 @@ import pytest
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey
 from stm_discord import open_store
-from stm_discord.commands import FAILED, GUILD_ONLY, REFUSED
+from stm_discord.acting import FAILED
+from stm_discord.commands import GUILD_ONLY, REFUSED
 from stm_discord.testing.fake_discord import Channel, FakeDiscord, Guild, Sent
 from stm_discord.testing.world import (
     ALICE,
@@ -428,7 +429,14 @@ async def test_private_channels_come_in_pages_and_other_pages_stay(
 
 async def test_a_failing_store_gets_an_apology_not_silence(
         run: Running, caplog: pytest.LogCaptureFixture) -> None:
+    opened = await run.fake.slash(GENERAL.id, ALICE, "server stm categories-edit")
+    shown = await run.fake.slash(GENERAL.id, ALICE, "capabilities manage")
     await run.stm.aclose()
     answer = await run.fake.slash(GENERAL.id, BOB, "persona stm view")
     assert answer.content == FAILED and answer.ephemeral
     assert "/persona stm view failed" in caplog.text
+    # A modal's submit and a button's click too.
+    submitted = await run.fake.submit_modal(opened, ALICE, {"Category 1": "Mood: calm"})
+    assert submitted.content == FAILED and submitted.ephemeral
+    clicked = await run.fake.click(shown, ALICE, "stm-capability-toggle")
+    assert clicked.content == FAILED and clicked.ephemeral
