@@ -26,6 +26,8 @@ from stm_discord.mapping import Persona
 from stm_discord.model import ChatModel, Router
 from stm_discord.replies import split_reply
 
+#: Personas a bot may have: the options of one Discord select menu.
+MAX_PERSONAS = 25
 #: The persona of a bot that names none.
 DEFAULT_PERSONAS = (Persona(id="1", name="Assistant"),)
 
@@ -45,12 +47,17 @@ async def add_to(bot: commands.Bot, stm: Stm, model: ChatModel, *,
     answers as ``personas[0]``; the commands know every persona. ``chat``
     goes to :class:`StmChat` (``window``, ``failure_reply``, ``model_timeout``).
 
-    Raises :class:`~stm_core.ValidationError` for no persona, a persona that
-    is not a :class:`Persona`, or two personas with one id."""
+    Raises :class:`~stm_core.ValidationError` for no persona or more than 25
+    (the persona picker's limit), a persona that is not a :class:`Persona`, or
+    two personas with one id."""
     personas = tuple(personas)
     if not personas or not all(isinstance(p, Persona) for p in personas):
         raise ValidationError("personas must be one or more stm_discord.Persona",
                               field="personas", allowed="Persona(id=..., name=...), ...")
+    if len(personas) > MAX_PERSONAS:
+        raise ValidationError(f"at most {MAX_PERSONAS} personas (a Discord picker's "
+                              f"limit), got {len(personas)}", field="personas",
+                              allowed=f"1 to {MAX_PERSONAS} personas")
     if len({p.id for p in personas}) != len(personas):
         raise ValidationError("two personas have the same id", field="personas",
                               allowed="distinct persona ids")

@@ -182,6 +182,7 @@ async def test_a_host_replaces_the_permission_policy(owners_run: Running) -> Non
     ({"personas": []}, "personas"),
     ({"personas": ["Tomori"]}, "personas"),
     ({"personas": [Persona(id="1", name="A"), Persona(id=1, name="B")]}, "personas"),
+    ({"personas": [Persona(id=n, name="P") for n in range(26)]}, "personas"),
     ({"window": 0}, "window"), ({"window": 101}, "window"), ({"window": "5"}, "window"),
     ({"window": True}, "window"), ({"failure_reply": ""}, "failure_reply"),
     ({"failure_reply": None}, "failure_reply"), ({"model_timeout": 0}, "model_timeout"),
