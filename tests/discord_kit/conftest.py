@@ -1,4 +1,8 @@
-"""The kit's bot, with the real discord.py client, on a loopback fake of Discord."""
+"""The kit's bot, with the real discord.py client, on a loopback fake of Discord.
+
+``run`` opens the store on ``kit_db_url``: a SQLite file (the commands' and
+the mapping's rules do not depend on the database); the message loop's module
+takes the suite's ``db_url`` instead, a SQLite file and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -18,12 +22,13 @@ def model() -> ScriptedModel:
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
+def kit_db_url(tmp_path: Path) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
 
 
 @pytest.fixture
-async def run(model: ScriptedModel, db_url: str) -> AsyncIterator[Running]:
-    async with fake_discord() as fake, open_store(db_url, load_entrypoints=False) as stm, \
+async def run(model: ScriptedModel, kit_db_url: str) -> AsyncIterator[Running]:
+    async with fake_discord() as fake, \
+            open_store(kit_db_url, load_entrypoints=False) as stm, \
             running_bot(fake, stm, model.router()) as running:
         yield running

@@ -381,11 +381,11 @@ async def test_help_stm_is_a_guide(run: Running) -> None:
 
 
 async def test_persona_edit_prefills_from_the_database_on_a_cold_cache(
-        run: Running, db_url: str) -> None:
+        run: Running, kit_db_url: str) -> None:
     """The value comes from an awaited read, not from whatever the cache holds:
     a memory written by another process (the ``stm`` command) shows, so saving
     the modal cannot wipe it."""
-    async with open_store(db_url, load_entrypoints=False) as other:
+    async with open_store(kit_db_url, load_entrypoints=False) as other:
         await other.admin.edit_memory(channel_id=str(GENERAL.id), persona_id="2",
                                       server_id=SERVER, summary="Written elsewhere.")
     picker = await run.fake.slash(GENERAL.id, ALICE, "persona stm edit")

@@ -26,6 +26,12 @@ from stm_discord.testing.world import (
 )
 
 
+@pytest.fixture
+def kit_db_url(db_url: str) -> str:
+    """The loop on a SQLite file and on PostgreSQL."""
+    return db_url
+
+
 async def ask(run: Running, channel: int, who: object, text: str, count: int) -> str:
     """Say ``text`` to the bot; the bot's ``count``-th message in the channel."""
     mention = [] if channel == DM else [BOT]

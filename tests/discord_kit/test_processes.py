@@ -21,8 +21,8 @@ async def start_bot(port: int, url: str) -> asyncio.subprocess.Process:
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
 
 
-async def test_a_restarted_bot_still_remembers(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+async def test_a_restarted_bot_still_remembers(db_url: str) -> None:
+    url = db_url
     async with fake_discord() as fake:
         first = await start_bot(fake.port, url)
         try:
