@@ -11,6 +11,8 @@ A turn is never lost when something fails:
   seconds): the bot sends
   ``failure_reply`` instead, and the turn is recorded with it, so the user's
   line is kept; tool calls applied before the failure stay applied;
+* **Discord refuses the channel's history**: the lines stm kept of the
+  channel stand in for it;
 * **Discord refuses the reply**: the turn is recorded all the same, with the
   reply the model gave (it may have written its memory from it);
 * **recording fails** (the database is away): it is logged; the next turn
@@ -27,7 +29,7 @@ from typing import Any
 import discord
 from discord.ext import commands
 
-from stm_core import TOOL_NAME, PersonaResponse, Stm, Turn, ValidationError
+from stm_core import TOOL_NAME, HistoryMessage, PersonaResponse, Stm, Turn, ValidationError
 from stm_core.inject import inject
 from stm_discord.mapping import Persona, as_dialogue, turn_for, window_lines
 from stm_discord.model import ChatModel
@@ -94,12 +96,13 @@ class StmChat(commands.Cog):
     async def answer(self, message: discord.Message) -> None:
         me = self.bot.user
         assert me is not None
-        earlier = [m async for m in message.channel.history(limit=self.window - 1,
-                                                            before=message)]
-        seen = [*reversed(earlier), message]
+        earlier = await self.earlier(message)
+        seen = [*(earlier or []), message]
         turn = turn_for(message, self.persona, provider=self.model.key, window=seen)
         window = window_lines(seen, bot_user_id=me.id, persona=self.persona,
                               trigger_id=message.id)
+        if earlier is None:  # Discord would not say: the lines stm kept stand in
+            window = [*await self.kept_lines(turn), *window]
         try:
             reply = await asyncio.wait_for(self.think(turn, as_dialogue(window, turn)),
                                            self.model_timeout)
@@ -118,6 +121,33 @@ class StmChat(commands.Cog):
                 persona_lineage_id=self.persona.id)])
         except Exception:
             log.exception("recording the turn failed in channel %s", message.channel.id)
+
+    async def earlier(self, message: discord.Message) -> list[discord.Message] | None:
+        """The messages before ``message`` the model sees, oldest first, or
+        ``None`` when Discord will not say."""
+        if self.window == 1:
+            return []
+        try:
+            found = [m async for m in message.channel.history(limit=self.window - 1,
+                                                              before=message)]
+        except discord.HTTPException:
+            log.exception("Discord refused the history of channel %s", message.channel.id)
+            return None
+        return found[::-1]
+
+    async def kept_lines(self, turn: Turn) -> list[HistoryMessage]:
+        """The channel's lines as stm keeps them (recording the turn replaces
+        them with its window, so they go in it)."""
+        try:
+            snapshot = await self.stm.admin.view_memory(
+                channel_id=turn.channel_id, persona_id=self.persona.id,
+                server_id=turn.server_id, user_id=turn.user_id)
+        except Exception:
+            log.exception("reading the kept lines failed in channel %s", turn.channel_id)
+            return []
+        return [HistoryMessage(author_type="user" if m.role == "user" else "persona",
+                               content=m.content, speaker_name=m.speaker_name,
+                               author_id=m.author_id) for m in snapshot.messages]
 
     async def think(self, turn: Turn, dialogue: list[dict[str, Any]]) -> str:
         """Build the context, call the model with the tool offered, apply its calls."""

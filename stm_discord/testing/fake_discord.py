@@ -155,6 +155,8 @@ class FakeDiscord:
         self.history: dict[int, list[Json]] = {}
         #: Status codes the next message sends fail with, one each.
         self.fail_sends: list[int] = []
+        #: Status codes the next history reads fail with, one each.
+        self.fail_reads: list[int] = []
         self._ids = itertools.count(10_000)
         #: Interactions sent to the bot: id -> channel, and token -> id.
         self._pending: dict[str, int] = {}
@@ -430,6 +432,9 @@ class FakeDiscord:
         if parts[0] == "channels" and parts[2:] == ["messages"]:
             channel_id = int(parts[1])
             if method == "GET":
+                if self.fail_reads:
+                    return _json({"message": "fake failure", "code": 0},
+                                 status=self.fail_reads.pop(0))
                 return _json(self._read_history(channel_id, request.query))
             if self.fail_sends:
                 status = self.fail_sends.pop(0)

@@ -25,6 +25,7 @@ from stm_discord.testing.world import (
     running_bot,
 )
 from stm_discord.views import CATEGORIES_TITLE, LABEL_MAX, PLACEHOLDER_MAX, VALUE_MAX
+from tests.discord_kit.support import ask, stored_lines
 
 SERVER = "7"
 
@@ -304,8 +305,8 @@ async def test_persona_edit_picker_modal_save_and_picker_again(run: Running) -> 
 
 async def test_persona_edit_keeps_the_cadence_counter(run: Running) -> None:
     for n in range(2):
-        await run.fake.say(GENERAL.id, ALICE, f"<@99> hi {n}", mentions=[BOT])
-        await run.fake.messages_in(GENERAL.id, n + 1)
+        await ask(run, GENERAL.id, ALICE, f"hi {n}", n + 1)
+    await stored_lines(run, GENERAL.id, count=4)  # both turns recorded
     before = await run.stm.admin.view_memory(channel_id=str(GENERAL.id), persona_id="1",
                                              server_id=SERVER)
     picker = await run.fake.slash(GENERAL.id, ALICE, "persona stm edit")

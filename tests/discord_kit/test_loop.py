@@ -24,31 +24,13 @@ from stm_discord.testing.world import (
     fake_discord,
     running_bot,
 )
+from tests.discord_kit.support import ask, stored_lines
 
 
 @pytest.fixture
 def kit_db_url(db_url: str) -> str:
     """The loop on a SQLite file and on PostgreSQL."""
     return db_url
-
-
-async def ask(run: Running, channel: int, who: object, text: str, count: int) -> str:
-    """Say ``text`` to the bot; the bot's ``count``-th message in the channel."""
-    mention = [] if channel == DM else [BOT]
-    prefix = "" if channel == DM else "<@99> "
-    await run.fake.say(channel, who, prefix + text, mentions=mention)  # type: ignore[arg-type]
-    return (await run.fake.messages_in(channel, count))[-1].content
-
-
-async def stored_lines(run: Running, channel: int, *, count: int) -> list[str]:
-    """The channel's stored lines, once there are ``count`` (recording follows the reply)."""
-    for _ in range(200):
-        snap = await run.stm.admin.view_memory(channel_id=str(channel), persona_id="1",
-                                               server_id="7")
-        if len(snap.messages) >= count:
-            return [m.content for m in snap.messages]
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"fewer than {count} lines stored")
 
 
 def prompt_text(model: ScriptedModel) -> str:
@@ -173,7 +155,7 @@ async def test_a_store_closed_mid_turn_loses_no_line_after_a_restart(
             model.released.set()
             [reply] = await fake.messages_in(GENERAL.id, 1)
             assert reply.content == "I hear you, Alice."
-            for _ in range(200):
+            for _ in range(1000):
                 if "recording the turn failed" in caplog.text:
                     break
                 await asyncio.sleep(0.01)
@@ -195,3 +177,19 @@ async def test_a_reply_never_pings_everyone_or_a_role(run: Running) -> None:
     [sent] = await run.fake.messages_in(GENERAL.id, 1)
     assert sent.content == "@everyone look at <@43>"
     assert sent.body["allowed_mentions"] == {"parse": ["users"]}
+
+
+async def test_when_discord_refuses_the_history_the_kept_lines_stand_in(
+        run: Running, model: ScriptedModel) -> None:
+    await ask(run, GENERAL.id, BOB, "hi", 1)
+    await stored_lines(run, GENERAL.id, count=2)  # recording follows the reply
+    run.fake.fail_reads.append(403)
+    assert await ask(run, GENERAL.id, ALICE, "remember the door code is 42", 2) \
+        == "Noted: the door code is 42"
+    # The lines stm kept stand in for the history: the model sees them, and
+    # recording the turn keeps them.
+    assert [m["content"] for m in model.requests[-2]["messages"]] == [
+        "Bob: Tomori hi", "I hear you, Bob.", "Alice: Tomori remember the door code is 42"]
+    assert await stored_lines(run, GENERAL.id, count=4) == [
+        "<@99> hi", "I hear you, Bob.", "<@99> remember the door code is 42",
+        "Noted: the door code is 42"]
