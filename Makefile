@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test docs demo lint typecheck bench bench-quick reliability mutate clean
+.PHONY: test docs demo discord-demo lint typecheck bench bench-quick reliability mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "stm needs Python 3.11+")'
@@ -17,6 +17,14 @@ $(STAMP): pyproject.toml
 ## Run the demo: a bundled transcript replayed through the whole cycle on SQLite.
 demo: $(STAMP)
 	$(BIN)/stm demo
+
+## The Discord kit's example bot, offline: discord.py's real client against a fake
+## Discord on 127.0.0.1, a scripted model; prints what the bot sent.
+discord-demo: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[discord]'
+	rm -rf build/discord-demo && mkdir -p build/discord-demo
+	cd build/discord-demo && env -u DISCORD_TOKEN $(CURDIR)/$(BIN)/python \
+		$(CURDIR)/examples/discord-bot/bot.py
 
 ## Run the whole test suite (lint, strict typing and the docs site first).
 test: $(STAMP) lint typecheck docs

@@ -187,6 +187,8 @@ class HistoryMessage:
     #: user's lines can be found, exported and forgotten; ``None`` when unknown.
     #: An ``int`` id becomes its decimal string, as in a :class:`Turn`.
     author_id: str | None = attrs.field(default=None, converter=_author_id)
+    #: The message that triggered this turn.
+    is_trigger: bool = attrs.field(default=False, validator=_flag)
 
 
 @attrs.frozen(kw_only=True)

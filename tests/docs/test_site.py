@@ -47,7 +47,8 @@ def test_every_page_is_in_the_navigation() -> None:
 
 
 def test_tutorials_come_first() -> None:
-    assert nav_pages()[:5] == ["index.md", "tutorials/host-in-5-minutes.md",
+    assert nav_pages()[:6] == ["index.md", "tutorials/host-in-5-minutes.md",
+                               "tutorials/discord-bot-in-10-minutes.md",
                                "tutorials/plugin-in-5-minutes.md",
                                "tutorials/operator-tasks.md", "deployment.md"]
 
