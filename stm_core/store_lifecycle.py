@@ -43,7 +43,8 @@ class CallGate:
             raise StoreClosed(CLOSED_MESSAGE)
 
     def __enter__(self) -> None:
-        self.check_open()
+        if self.closing:  # check_open, inline: this runs on every turn
+            raise StoreClosed(CLOSED_MESSAGE)
         self.calls += 1
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
