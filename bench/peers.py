@@ -18,7 +18,7 @@ never as a failure of the whole run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench import workload as w
@@ -40,6 +40,17 @@ class _LangGraphPeer:
         self._saver: Any = None
         self._configs: dict[int, dict[str, Any]] = {}
         self._pool: list[Any] = []
+
+    async def _start(self, package: str, saver: Callable[[], Any]) -> None:
+        """Build the message pool, then enter ``saver()`` (the saver's
+        ``from_conn_string``, imported inside it) and set its tables up."""
+        try:
+            self._messages()
+            opening = saver()
+        except Exception as exc:  # ImportError, or a broken install
+            raise PeerUnavailable(f"{package}: {exc!r}") from exc
+        self._saver = await self._stack.enter_async_context(opening)
+        await self._saver.setup()
 
     def _messages(self) -> None:
         from langchain_core.messages import AIMessage, HumanMessage
@@ -84,15 +95,12 @@ class LangGraphSaver(_LangGraphPeer):
         self.synchronous = synchronous
 
     async def open(self) -> LangGraphSaver:
-        try:
+        def saver() -> Any:
             from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-            self._messages()
-        except Exception as exc:  # ImportError, or a broken install
-            raise PeerUnavailable(f"langgraph-checkpoint-sqlite: {exc!r}") from exc
-        self._saver = await self._stack.enter_async_context(
-            AsyncSqliteSaver.from_conn_string(self.path))
-        await self._saver.setup()
+            return AsyncSqliteSaver.from_conn_string(self.path)
+
+        await self._start("langgraph-checkpoint-sqlite", saver)
         if self.synchronous is not None:
             await self._saver.conn.execute(f"PRAGMA synchronous={self.synchronous}")
         return self
@@ -116,18 +124,15 @@ class LangGraphPostgresSaver(_LangGraphPeer):
         self.synchronous_commit = synchronous_commit
 
     async def open(self) -> LangGraphPostgresSaver:
-        try:
+        def saver() -> Any:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
             from psycopg.conninfo import make_conninfo
 
-            self._messages()
-        except Exception as exc:  # ImportError, or a broken install
-            raise PeerUnavailable(f"langgraph-checkpoint-postgres: {exc!r}") from exc
-        conninfo = make_conninfo(self.dsn, options=(
-            f"-c search_path={self.schema} -c synchronous_commit={self.synchronous_commit}"))
-        self._saver = await self._stack.enter_async_context(
-            AsyncPostgresSaver.from_conn_string(conninfo))
-        await self._saver.setup()
+            return AsyncPostgresSaver.from_conn_string(make_conninfo(self.dsn, options=(
+                f"-c search_path={self.schema} "
+                f"-c synchronous_commit={self.synchronous_commit}")))
+
+        await self._start("langgraph-checkpoint-postgres", saver)
         return self
 
     async def setting(self, name: str) -> str:
