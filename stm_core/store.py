@@ -327,9 +327,12 @@ class Stm:
 
     @property
     def janitor(self) -> purging.Janitor:
-        """Deletes rows untouched for ``janitor_retention_days``, in batches."""
-        self._calls.check_open()
+        """Deletes rows untouched for ``janitor_retention_days``, in batches.
+
+        After :meth:`aclose` a janitor the store had stays readable (stopped);
+        none is made any more (:class:`StoreClosed`)."""
         if self._janitor is None:
+            self._calls.check_open()
             self._janitor = purging.Janitor(self.engine)
         return self._janitor
 
