@@ -32,10 +32,10 @@ from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.peers import LangGraphPostgresSaver, LangGraphSaver, OpenAISession, PeerUnavailable
 from bench.scenarios_build import as_floor_result, first_difference
 from bench.scenarios_record import (
-    WINDOWS,
     Workload,
     floor_host_turn,
     raw_record,
+    stm_host_turn,
     stm_record,
     thread_writer,
 )
@@ -94,18 +94,6 @@ async def _same_texts(stm_turn: Callable[[int], Awaitable[StmContext]],
     return got == want
 
 
-def host_turn(stm: Stm, load: Workload, clock: ManualClock
-              ) -> Callable[[int], Awaitable[StmContext]]:
-    """stm's side of a peer comparison: what a host does each turn."""
-    async def stm_turn(i: int) -> StmContext:
-        clock.set(w.EPOCH_MS + i * 1000)
-        turn = load.turn(i)
-        await stm.record_turn(turn, load.histories[i % WINDOWS], load.replies[i % WINDOWS])
-        return await stm.build_context(turn)
-
-    return stm_turn
-
-
 async def run(cfg: RunConfig) -> dict[str, Any]:
     load = Workload(channels=cfg.channels)
     timed = max(cfg.warmup, cfg.channels) + cfg.rounds * cfg.turns
@@ -140,7 +128,7 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
     writer = await thread_writer(cfg.workdir / "peers_floor.db", clock, kind=InlineWriter)
     try:
         async with open_bench_store(sqlite_url(stm_path), clock) as stm:
-            stm_turn = host_turn(stm, load, clock)
+            stm_turn = stm_host_turn(stm, clock, load)
             floor = FloorTurn(writer, load.server, load.names, render_mode="crude_summary",
                               now_ms=w.EPOCH_MS)
             floor_turn = floor_host_turn(floor, load)
@@ -292,7 +280,7 @@ async def _postgres_run(cfg: RunConfig, load: Workload, dsn: str,
                                        f"{peer_durability}, stm with {durability}")
                 warmup = max(cfg.warmup, cfg.channels)  # every channel and thread exists
                 stats = await interleave({
-                    "stm_host_turn_postgres": host_turn(stm, load, clock),
+                    "stm_host_turn_postgres": stm_host_turn(stm, clock, load),
                     "langgraph_postgres_saver_turn": peer.turn,
                     "floor_asyncpg_host_write": raw_record(floor, load),
                 }, rounds=cfg.pg_rounds, turns=cfg.turns, warmup=warmup, first=1)
