@@ -307,3 +307,23 @@ async def test_an_unknown_scheme_is_still_refused() -> None:
         await opened("mysql://u@h/db")
     with pytest.raises(ConfigurationError, match="no database URL"):
         await opened("", settings=Settings())
+
+
+async def test_an_admin_call_in_flight_at_close_ends_with_its_answer_or_a_typed_error(
+        sqlite_url: str, tmp_path: Path) -> None:
+    """Admin calls are not counted as the turns are: a write of one that is
+    waiting when the store closes still ends, with its answer or a StmError."""
+    stm = await opened(sqlite_url)
+    await stm.admin.set_server_params("g1", refresh_cadence=3)
+    holder = sqlite3.connect(tmp_path / "stm.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    call = asyncio.ensure_future(stm.admin.set_server_params("g1", refresh_cadence=4))
+    await asyncio.sleep(0.3)  # the write waits for the lock
+    closing = asyncio.ensure_future(stm.aclose())
+    await asyncio.sleep(0.2)
+    holder.execute("COMMIT")
+    holder.close()
+    ended = await asyncio.wait_for(asyncio.gather(call, return_exceptions=True), HANG_S)
+    await asyncio.wait_for(closing, HANG_S)
+    [answer] = ended
+    assert isinstance(answer, StmError) or answer.refresh_cadence == 4, answer
