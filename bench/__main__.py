@@ -49,6 +49,7 @@ SCENARIOS: dict[str, Scenario] = {
     "busy_loop": scenarios_busy_loop.run,
     "turn_split": scenarios_turn_split.run,
     "peers": scenarios_peers.run,
+    "peers_postgres": scenarios_peers.postgres_run,
     "scale": scenarios_scale.run,
     "server_scale": scenarios_server_scale.run,
     "server_mix": scenarios_server_mix.run,

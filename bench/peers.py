@@ -2,10 +2,12 @@
 
 * LangGraph's ``AsyncSqliteSaver``: per turn ``aput`` a checkpoint whose state
   is the last 10 messages (langchain message objects), then ``aget_tuple``.
+* LangGraph's ``AsyncPostgresSaver``: the same, on PostgreSQL, against stm on
+  the same server at the same ``synchronous_commit``.
 * The OpenAI Agents SDK's ``SQLiteSession``: per turn ``add_items`` (the user
   message and the reply) then ``get_items(limit=10)``.
 
-Both run at stm's durability (WAL, ``synchronous=NORMAL``: no fsync per
+The SQLite peers run at stm's durability (WAL, ``synchronous=NORMAL``: no fsync per
 commit) for the headline ratios, and at their out-of-the-box setting
 (``synchronous=FULL``, SQLite's default) reported beside them.
 
@@ -16,7 +18,7 @@ never as a failure of the whole run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench import workload as w
@@ -26,35 +28,36 @@ class PeerUnavailable(Exception):
     """The peer's package is missing or broken; the message says why."""
 
 
-class LangGraphSaver:
-    name = "langgraph_async_sqlite_saver"
+class _LangGraphPeer:
+    """LangGraph's checkpointer as a host would drive it: per turn ``aput`` a
+    checkpoint holding the last 10 messages, then ``aget_tuple``."""
 
-    def __init__(self, path: str, threads: int = w.CHANNELS, *,
-                 synchronous: str | None = "NORMAL") -> None:
-        """``synchronous=None`` keeps the saver's own default."""
-        self.path = path
+    name = ""
+
+    def __init__(self, threads: int) -> None:
         self.threads = threads
-        self.synchronous = synchronous
         self._stack = contextlib.AsyncExitStack()
         self._saver: Any = None
         self._configs: dict[int, dict[str, Any]] = {}
         self._pool: list[Any] = []
 
-    async def open(self) -> LangGraphSaver:
+    async def _start(self, package: str, saver: Callable[[], Any]) -> None:
+        """Build the message pool, then enter ``saver()`` (the saver's
+        ``from_conn_string``, imported inside it) and set its tables up."""
         try:
-            from langchain_core.messages import AIMessage, HumanMessage
-            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+            self._messages()
+            opening = saver()
         except Exception as exc:  # ImportError, or a broken install
-            raise PeerUnavailable(f"langgraph-checkpoint-sqlite: {exc!r}") from exc
-        self._saver = await self._stack.enter_async_context(
-            AsyncSqliteSaver.from_conn_string(self.path))
+            raise PeerUnavailable(f"{package}: {exc!r}") from exc
+        self._saver = await self._stack.enter_async_context(opening)
         await self._saver.setup()
-        if self.synchronous is not None:
-            await self._saver.conn.execute(f"PRAGMA synchronous={self.synchronous}")
+
+    def _messages(self) -> None:
+        from langchain_core.messages import AIMessage, HumanMessage
+
         self._pool = [HumanMessage(content=w.message_text(k), name=w.USER_NAME) if k % 2 == 0
                       else AIMessage(content=w.message_text(k), name=w.BOT)
                       for k in range(w.MESSAGES * 4)]
-        return self
 
     def _state(self, i: int) -> list[Any]:
         start = (i * 2) % (len(self._pool) - w.MESSAGES)
@@ -77,11 +80,68 @@ class LangGraphSaver:
         got = await self._saver.aget_tuple(new_config)
         assert got is not None
 
+    async def close(self) -> None:
+        await self._stack.aclose()
+
+
+class LangGraphSaver(_LangGraphPeer):
+    name = "langgraph_async_sqlite_saver"
+
+    def __init__(self, path: str, threads: int = w.CHANNELS, *,
+                 synchronous: str | None = "NORMAL") -> None:
+        """``synchronous=None`` keeps the saver's own default."""
+        super().__init__(threads)
+        self.path = path
+        self.synchronous = synchronous
+
+    async def open(self) -> LangGraphSaver:
+        def saver() -> Any:
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+            return AsyncSqliteSaver.from_conn_string(self.path)
+
+        await self._start("langgraph-checkpoint-sqlite", saver)
+        if self.synchronous is not None:
+            await self._saver.conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        return self
+
     async def checkpoint(self) -> None:
         await self._saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    async def close(self) -> None:
-        await self._stack.aclose()
+
+class LangGraphPostgresSaver(_LangGraphPeer):
+    """LangGraph's ``AsyncPostgresSaver`` on its own connection (as
+    ``from_conn_string`` opens it: autocommit, psycopg), in a schema of its own,
+    with ``synchronous_commit`` set to the value stm's writes run with."""
+
+    name = "langgraph_async_postgres_saver"
+
+    def __init__(self, dsn: str, schema: str, threads: int = w.CHANNELS, *,
+                 synchronous_commit: str) -> None:
+        super().__init__(threads)
+        self.dsn = dsn
+        self.schema = schema
+        self.synchronous_commit = synchronous_commit
+
+    async def open(self) -> LangGraphPostgresSaver:
+        def saver() -> Any:
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+            from psycopg.conninfo import make_conninfo
+
+            return AsyncPostgresSaver.from_conn_string(make_conninfo(self.dsn, options=(
+                f"-c search_path={self.schema} "
+                f"-c synchronous_commit={self.synchronous_commit}")))
+
+        await self._start("langgraph-checkpoint-postgres", saver)
+        return self
+
+    async def setting(self, name: str) -> str:
+        """A setting of the saver's session, as the server reports it."""
+        async with self._saver.conn.cursor() as cur:
+            await cur.execute(f"SHOW {name}")
+            row = await cur.fetchone()
+        assert row is not None
+        return str(next(iter(row.values())) if isinstance(row, dict) else row[0])
 
 
 class OpenAISession:

@@ -44,6 +44,7 @@ CPU_KEYS = {"record_ratio_sqlite": "record_cpu_ratio_sqlite",
             "build_ratio": "build_cpu_ratio",
             "vs_openai_session": "vs_openai_session_cpu",
             "vs_langgraph_saver": "vs_langgraph_saver_cpu",
+            "vs_langgraph_postgres_saver": "vs_langgraph_postgres_saver_cpu",
             "server_scale_ratio": "server_scale_cpu_ratio",
             "concurrent_throughput_ratio": "concurrent_cpu_ratio",
             "concurrent_throughput_ratio_best": "concurrent_cpu_ratio_best",
@@ -84,6 +85,8 @@ TARGETS = (
            check=lambda v: v >= 0.8),
     Target(key="vs_openai_session", text="≥ 1.4", source=_ISSUE, check=lambda v: v >= 1.4),
     Target(key="vs_langgraph_saver", text="≥ 2.5", source=_ISSUE, check=lambda v: v >= 2.5),
+    Target(key="vs_langgraph_postgres_saver", text="≥ 2", source="restart issue (PostgreSQL "
+           "peer)", check=lambda v: v >= 2),
     Target(key="server_scale_ratio", text="≤ 1.5", source=_ISSUE, check=lambda v: v <= 1.5),
     *(Target(key=f"server_mix_{mix}", text="≤ 2 (p99)", source=_MIX,
              check=lambda v: v <= 2) for mix in SERVER_MIXES),
@@ -344,6 +347,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines += _server_scale_section(results) + _server_mix_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
     lines += _turn_split_section(results) + _peers_section(results)
+    lines += _postgres_peer_section(results)
     lines += _placement_section(results)
     lines += _out_of_order_section(results) + _names_section(results)
     lines += _cli_section(results)
@@ -373,6 +377,30 @@ def _peers_section(r: dict[str, Any]) -> list[str]:
             "| metric | peer ÷ stm | CPU | peer ÷ floor | CPU |", "|---|---:|---:|---:|---:|",
             *(f"| `{k}` | {_fmt(ours)} | {_fmt(ours_cpu)} | {_fmt(best)} | {_fmt(best_cpu)} |"
               for k, ours, ours_cpu, best, best_cpu in rows)]
+
+
+def _postgres_peer_section(r: dict[str, Any]) -> list[str]:
+    key = "vs_langgraph_postgres_saver"
+    if r.get(key) is None:
+        reason = r.get(f"{key}_skipped")
+        return ["", "## PostgreSQL peer", "", f"Not measured: {reason}."] if reason else []
+    scenarios = r.get("scenarios") or {}
+    rows = [(name, scenarios.get(name) or {}) for name in (
+        "stm_host_turn_postgres", "langgraph_postgres_saver_turn", "floor_asyncpg_host_write")]
+    return ["", "## PostgreSQL peer", "",
+            "stm's host turn (`record_turn`, then a warm `build_context`) against LangGraph's "
+            "`AsyncPostgresSaver` (`aput` of the last 10 messages, then `aget_tuple`), on the "
+            "same server, interleaved, both committing with synchronous_commit="
+            f"`{r.get('postgres_peer_synchronous_commit')}`.", "",
+            "The floor is stm's one write statement on a raw asyncpg connection (no build): "
+            "the peer over the floor is the most stm could score against it without "
+            "writing less per turn.", "",
+            "| metric | peer ÷ stm | CPU | peer ÷ floor | CPU |", "|---|---:|---:|---:|---:|",
+            f"| `{key}` | {_fmt(r.get(key))} | {_fmt(r.get(CPU_KEYS[key]))} | "
+            f"{_fmt(r.get(f'{key}_floor'))} | {_fmt(r.get(f'{key}_floor_cpu'))} |", "",
+            "| scenario | median µs | CPU µs | p99 µs |", "|---|---:|---:|---:|",
+            *(f"| {name} | {_fmt(s.get('median_us'))} | {_fmt(s.get('cpu_us_per_turn'))} | "
+              f"{_fmt(s.get('p99_us'))} |" for name, s in rows)]
 
 
 def _placement_section(r: dict[str, Any]) -> list[str]:

@@ -18,23 +18,32 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench import workload as w
 from bench.config import RunConfig
 from bench.floor_turn import FloorTurn
 from bench.floors import FloorResult
-from bench.floors_thread import InlineWriter
+from bench.floors_thread import InlineWriter, RawAsyncpg
 from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
-from bench.peers import LangGraphSaver, OpenAISession, PeerUnavailable
+from bench.peers import LangGraphPostgresSaver, LangGraphSaver, OpenAISession, PeerUnavailable
 from bench.scenarios_build import as_floor_result, first_difference
-from bench.scenarios_record import WINDOWS, Workload, floor_host_turn, thread_writer
-from bench.stm_side import inline_share, open_bench_store, writer_jobs
-from bench.urls import sqlite_url
+from bench.scenarios_record import (
+    Workload,
+    floor_host_turn,
+    raw_record,
+    stm_host_turn,
+    stm_record,
+    thread_writer,
+)
+from bench.stm_side import compiled_capture, inline_share, open_bench_store, writer_jobs
+from bench.urls import asyncpg_dsn, sqlite_url, stm_postgres_url
 from stm_core.clock import ManualClock
 from stm_core.models import StmContext
+from stm_core.store import Stm
 
 log = logging.getLogger("stm.bench")
 
@@ -119,13 +128,7 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
     writer = await thread_writer(cfg.workdir / "peers_floor.db", clock, kind=InlineWriter)
     try:
         async with open_bench_store(sqlite_url(stm_path), clock) as stm:
-            async def stm_turn(i: int) -> StmContext:
-                clock.set(w.EPOCH_MS + i * 1000)
-                turn = load.turn(i)
-                await stm.record_turn(turn, load.histories[i % WINDOWS],
-                                      load.replies[i % WINDOWS])
-                return await stm.build_context(turn)
-
+            stm_turn = stm_host_turn(stm, clock, load)
             floor = FloorTurn(writer, load.server, load.names, render_mode="crude_summary",
                               now_ms=w.EPOCH_MS)
             floor_turn = floor_host_turn(floor, load)
@@ -194,3 +197,105 @@ async def _run(cfg: RunConfig, load: Workload) -> dict[str, Any]:
                       **{f"{name}_across_cpus": s.to_json() for name, s in across.items()}},
     }
     return result
+
+
+# -- PostgreSQL ------------------------------------------------------------------------
+PG_KEY = "vs_langgraph_postgres_saver"
+
+
+async def postgres_run(cfg: RunConfig) -> dict[str, Any]:
+    """stm's host turn against LangGraph's ``AsyncPostgresSaver``, both on the
+    same PostgreSQL server, each in a schema of its own, interleaved; beside
+    them the floor: stm's one write statement on a raw asyncpg connection."""
+    if not cfg.postgres_url:
+        return {PG_KEY: None, f"{PG_KEY}_skipped": "STM_TEST_POSTGRES_URL is not set"}
+    import asyncpg
+
+    dsn = asyncpg_dsn(cfg.postgres_url)
+    try:
+        admin = await asyncpg.connect(dsn)
+    except (OSError, asyncpg.PostgresError) as exc:
+        return {PG_KEY: None, f"{PG_KEY}_skipped": f"PostgreSQL unreachable: {exc}"}
+    load = Workload(channels=cfg.channels)
+    load.prepare(2 + max(cfg.warmup, cfg.channels) + cfg.pg_rounds * cfg.turns)
+    tag = uuid.uuid4().hex[:10]
+    schemas = PgSchemas(stm=f"stm_bench_peer_{tag}", peer=f"langgraph_bench_peer_{tag}",
+                        floor=f"stm_bench_peer_floor_{tag}")
+    try:
+        for schema in schemas:
+            await admin.execute(f'CREATE SCHEMA "{schema}"')
+        with prepared_set_aside():
+            return await _postgres_run(cfg, load, dsn, schemas)
+    finally:
+        for schema in schemas:
+            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await admin.close()
+
+
+class PgSchemas(NamedTuple):
+    stm: str
+    peer: str
+    floor: str
+
+
+async def stm_setting(stm: Stm, name: str) -> str:
+    """A setting of the session stm's statements run on, as the server reports it."""
+    adapter: Any = stm.adapter
+    async with adapter._acquire() as conn:
+        return str(await conn.fetchval(f"SHOW {name}"))
+
+
+async def postgres_floor(cfg: RunConfig, load: Workload, dsn: str, schema: str,
+                         clock: ManualClock) -> RawAsyncpg:
+    """stm's capture statement, as a store on ``schema`` compiled it, on a raw
+    asyncpg connection: the host turn's one write, without stm around it."""
+    assert cfg.postgres_url is not None
+    async with open_bench_store(stm_postgres_url(cfg.postgres_url, schema), clock) as other:
+        await stm_record(other, clock, load)(0)
+        compiled = compiled_capture(other, 2)
+    return await RawAsyncpg(dsn, schema, compiled.sql, compiled.slots or (),
+                            dict(compiled.constants)).open()
+
+
+async def _postgres_run(cfg: RunConfig, load: Workload, dsn: str,
+                        schemas: PgSchemas) -> dict[str, Any]:
+    assert cfg.postgres_url is not None
+    clock = ManualClock(w.EPOCH_MS)
+    floor = await postgres_floor(cfg, load, dsn, schemas.floor, clock)
+    try:
+        async with open_bench_store(stm_postgres_url(cfg.postgres_url, schemas.stm),
+                                    clock) as stm:
+            durability = await stm_setting(stm, "synchronous_commit")
+            peer = LangGraphPostgresSaver(dsn, schemas.peer, cfg.channels,
+                                          synchronous_commit=durability)
+            try:
+                await peer.open()
+            except PeerUnavailable as exc:
+                log.warning("peer langgraph (PostgreSQL) unavailable: %s", exc)
+                return {PG_KEY: None, f"{PG_KEY}_skipped": str(exc)}
+            try:
+                peer_durability = await peer.setting("synchronous_commit")
+                if peer_durability != durability:
+                    raise RuntimeError(f"the saver commits with synchronous_commit="
+                                       f"{peer_durability}, stm with {durability}")
+                warmup = max(cfg.warmup, cfg.channels)  # every channel and thread exists
+                stats = await interleave({
+                    "stm_host_turn_postgres": stm_host_turn(stm, clock, load),
+                    "langgraph_postgres_saver_turn": peer.turn,
+                    "floor_asyncpg_host_write": raw_record(floor, load),
+                }, rounds=cfg.pg_rounds, turns=cfg.turns, warmup=warmup, first=1)
+            finally:
+                await peer.close()
+    finally:
+        await floor.close()
+    ours, theirs = stats["stm_host_turn_postgres"], stats["langgraph_postgres_saver_turn"]
+    floor_stats = stats["floor_asyncpg_host_write"]
+    return {
+        PG_KEY: ratio(theirs, ours),
+        f"{PG_KEY}_cpu": cpu_ratio(theirs, ours),
+        # The peer over stm's write alone: the most stm could score against it.
+        f"{PG_KEY}_floor": ratio(theirs, floor_stats),
+        f"{PG_KEY}_floor_cpu": cpu_ratio(theirs, floor_stats),
+        "postgres_peer_synchronous_commit": durability,
+        "scenarios": {name: s.to_json() for name, s in stats.items()},
+    }

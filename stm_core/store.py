@@ -18,10 +18,11 @@ database, each store listens for the others' writes (:mod:`stm_core.invalidation
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import warnings
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -61,6 +62,7 @@ from stm_core.storage.records import (
     SchemaStatus,
     ServerSettings,
 )
+from stm_core.store_lifecycle import CallGate, StoreOpening
 
 if TYPE_CHECKING:
     from stm_core import invalidation, record
@@ -87,6 +89,11 @@ class Stm:
 
     The host's facade: lifecycle, the per-turn calls, ``admin`` and
     ``janitor``. What they work on (cache, reads, writes) is :attr:`engine`.
+
+    Close it with :meth:`aclose` (or by leaving ``async with``); a store
+    collected while open gives a :class:`ResourceWarning`. Once closing
+    starts, new calls raise :class:`~stm_core.errors.StoreClosed`, and the
+    calls already in flight finish before the database is let go.
     """
 
     def __init__(self, adapter: StorageAdapter, *, pm: StmPluginManager,
@@ -97,6 +104,11 @@ class Stm:
         self._janitor: purging.Janitor | None = None
         #: Hears other processes' writes (PostgreSQL); ``None`` when alone.
         self.listener: invalidation.InvalidationListener | None = None
+        self._calls = CallGate()
+        #: Set by open_store once the store is open: only then does an
+        #: unclosed store warn when it is collected.
+        self._opened = False
+        self._closing: asyncio.Future[None] | None = None
         telemetry.register_metrics()
 
     # -- the engine's parts, read through ----------------------------------------
@@ -152,18 +164,56 @@ class Stm:
                                 self.clock.now_ms)
         await self.listener.start()  # shortens the expiry if notices do not arrive
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` has been called (the close may still run)."""
+        return self._calls.closing
+
     async def aclose(self) -> None:
-        if self._janitor is not None:
-            await self._janitor.stop()
-        if self.listener is not None:
-            await self.listener.stop()
-        await self.adapter.aclose()
+        """Close the store: refuse new calls, let those in flight finish, then
+        stop the janitor and the listener and close the database. Idempotent;
+        concurrent callers all return once the one close has finished."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
+        await self._calls.close()
+        try:
+            if self._janitor is not None:
+                await self._janitor.stop()
+            if self.listener is not None:
+                await self.listener.stop()
+        finally:
+            await self.adapter.aclose()
+
+    async def __aenter__(self) -> Stm:
+        self._calls.check_open()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        if getattr(self, "_opened", False) and not self._calls.closing:
+            warnings.warn(f"unclosed {self!r}: await its aclose() or use it in async with",
+                          ResourceWarning, source=self, stacklevel=2)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._calls.closing else "open" if self._opened else "not open"
+        return f"<Stm {state}>"
 
     # -- the four per-turn calls ---------------------------------------------------
     async def build_context(self, turn: Turn) -> StmContext:
         """The short-term-memory part of the prompt for ``turn``. Never raises,
-        except :class:`ValidationError` when ``turn`` is not a :class:`Turn`."""
+        except :class:`ValidationError` when ``turn`` is not a :class:`Turn`
+        and :class:`StoreClosed` after :meth:`aclose`."""
         instance_of(turn, Turn, "turn")
+        with self._calls:
+            return await self._build_context(turn)
+
+    async def _build_context(self, turn: Turn) -> StmContext:
         tracer = telemetry.tracer()
         if tracer is None:  # nobody collects spans: the plain call
             context = await build.build_context(self.engine, turn)
@@ -192,7 +242,8 @@ class Stm:
     async def tool_available(self, turn: Turn) -> bool:
         """Whether ``update_short_term_memory`` may be offered this turn."""
         instance_of(turn, Turn, "turn")
-        return await gate.tool_available(self.engine, turn)
+        with self._calls:
+            return await gate.tool_available(self.engine, turn)
 
     async def tool_schema(self, turn: Turn, format: str | None = None) -> dict[str, Any] | None:
         """The tool declaration for ``turn`` in a provider format, or ``None``
@@ -203,7 +254,8 @@ class Stm:
         (the tool-format rule of the host guide). Raises ``ValidationError`` for
         an unknown key and ``UnknownProvider`` for a provider no rule knows."""
         instance_of(turn, Turn, "turn")
-        return await schema.tool_schema(self.engine, turn, format)  # checks format, naming the keys
+        with self._calls:  # the schema checks format, naming the keys
+            return await schema.tool_schema(self.engine, turn, format)
 
     async def apply_tool_call(self, turn: Turn,
                               arguments: Mapping[str, object] | str) -> ToolResult:
@@ -212,7 +264,7 @@ class Stm:
         sent: failures come back as a :class:`ToolResult` to hand to the model.
         A ``turn`` that is not a :class:`Turn` raises :class:`ValidationError`."""
         instance_of(turn, Turn, "turn")
-        with telemetry.span("stm.apply_tool_call") as span:
+        with self._calls, telemetry.span("stm.apply_tool_call") as span:
             result = await apply.apply_tool_call(self.engine, turn, arguments)
             telemetry.tool_call(result.ok, result.code)
             if span is not None:
@@ -235,11 +287,14 @@ class Stm:
         :class:`PersonaResponse` (plain dicts raise :class:`ValidationError`).
         """
         _check_record_arguments(turn, history, responses, stop_response, privacy_full)
-        if telemetry.tracer() is None:
-            return await record.record_turn(self.engine, turn, history, responses,
-                                     stop_response=stop_response, privacy_full=privacy_full)
-        return await self._traced_record(turn, history, responses, stop_response=stop_response,
-                                         privacy_full=privacy_full)
+        with self._calls:
+            if telemetry.tracer() is None:
+                return await record.record_turn(self.engine, turn, history, responses,
+                                                stop_response=stop_response,
+                                                privacy_full=privacy_full)
+            return await self._traced_record(turn, history, responses,
+                                             stop_response=stop_response,
+                                             privacy_full=privacy_full)
 
     #: The same function, named for what ``history`` is: the whole window the model saw.
     record_window = record_turn
@@ -261,6 +316,7 @@ class Stm:
     @property
     def admin(self) -> Admin:
         """Settings, categories, prompts, privacy and memory edits."""
+        self._calls.check_open()
         if self._admin is None:
             # Imported here, not bound lazily: a package bound by lazy_module
             # would be loaded twice when one of its modules is imported first.
@@ -271,8 +327,12 @@ class Stm:
 
     @property
     def janitor(self) -> purging.Janitor:
-        """Deletes rows untouched for ``janitor_retention_days``, in batches."""
+        """Deletes rows untouched for ``janitor_retention_days``, in batches.
+
+        After :meth:`aclose` a janitor the store had stays readable (stopped);
+        none is made any more (:class:`StoreClosed`)."""
         if self._janitor is None:
+            self._calls.check_open()
             self._janitor = purging.Janitor(self.engine)
         return self._janitor
 
@@ -349,19 +409,26 @@ def with_listen_url(settings: Settings, listen_url: object) -> Settings:
     return attrs.evolve(settings, listen_url=listen_url)
 
 
-@asynccontextmanager
-async def open_store(url: str | None = None, *, settings: Settings | None = None,
-                     plugins: Iterable[object] = (), load_entrypoints: bool = True,
-                     plugin_manager: StmPluginManager | None = None,
-                     clock: Clock | None = None,
-                     start_janitor: bool = False,
-                     listen_for_changes: bool = True,
-                     listen_url: str | None = None) -> AsyncIterator[Stm]:
-    """Open stm on a database URL (async context manager).
+def open_store(url: str | None = None, *, settings: Settings | None = None,
+               plugins: Iterable[object] = (), load_entrypoints: bool = True,
+               plugin_manager: StmPluginManager | None = None,
+               clock: Clock | None = None,
+               start_janitor: bool = False,
+               listen_for_changes: bool = True,
+               listen_url: str | None = None) -> StoreOpening[Stm]:
+    """Open stm on a database URL: ``await`` it, or use it as ``async with``::
+
+        async with open_store("sqlite+aiosqlite:///bot.db") as stm:
+            ...                                  # closed on leaving the block
+
+        stm = await open_store("sqlite+aiosqlite:///bot.db")   # at start-up
+        ...
+        await stm.aclose()                                      # at shutdown
 
     :param url: e.g. ``sqlite+aiosqlite:///bot.db``,
-        ``postgresql+asyncpg://user@host/db`` or ``memory://``; defaults to
-        ``settings.database_url`` (``STM_DATABASE_URL``).
+        ``postgresql+asyncpg://user@host/db`` or ``memory://``; a bare path
+        (``bot.db``) is a SQLite file. Defaults to ``settings.database_url``
+        (``STM_DATABASE_URL``).
     :param settings: defaults to :meth:`Settings.from_env`.
     :param plugins: plugin objects or modules to register in code.
     :param load_entrypoints: also load plugins from the ``stm`` entry-point group.
@@ -381,6 +448,19 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
     ``cross_process_invalidation`` is off) the store also listens for other
     processes' writes, so their changes reach this process's cache.
     """
+    async def open_() -> Stm:
+        return await _open(url, settings=settings, plugins=plugins,
+                           load_entrypoints=load_entrypoints, plugin_manager=plugin_manager,
+                           clock=clock, start_janitor=start_janitor,
+                           listen_for_changes=listen_for_changes, listen_url=listen_url)
+
+    return StoreOpening(open_)
+
+
+async def _open(url: str | None, *, settings: Settings | None, plugins: Iterable[object],
+                load_entrypoints: bool, plugin_manager: StmPluginManager | None,
+                clock: Clock | None, start_janitor: bool, listen_for_changes: bool,
+                listen_url: str | None) -> Stm:
     check_optional_text(url, "url")
     if settings is not None:
         instance_of(settings, Settings, "settings")
@@ -404,6 +484,8 @@ async def open_store(url: str | None = None, *, settings: Settings | None = None
             await stm.start_listening()
         if start_janitor:
             stm.janitor.start()
-        yield stm
-    finally:
+    except BaseException:
         await stm.aclose()
+        raise
+    stm._opened = True
+    return stm

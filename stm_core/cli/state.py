@@ -14,6 +14,7 @@ import click
 
 from stm_core.errors import ValidationError
 from stm_core.settings import Settings
+from stm_core.storage.factory import database_url as url_of
 
 T = TypeVar("T")
 
@@ -28,7 +29,7 @@ def default_database_path() -> Path:
 
 
 def default_database_url() -> str:
-    return f"sqlite+aiosqlite:///{default_database_path()}"
+    return url_of(str(default_database_path()))
 
 
 @attrs.define(kw_only=True)
@@ -54,9 +55,7 @@ class CliState:
 
 def database_url(value: str | None) -> str | None:
     """``--db`` as typed: a URL, or a bare path (``bot.db``), taken as a SQLite file."""
-    if not value:
-        return None
-    return value if "://" in value else f"sqlite+aiosqlite:///{value}"
+    return url_of(value) if value else None
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
