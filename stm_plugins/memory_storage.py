@@ -262,6 +262,34 @@ class MemoryAdapter:
     async def delete_user_prefs(self, user_id: str) -> bool:
         return self._prefs.pop(user_id, None) is not None
 
+    async def rows_mentioning(self, terms: Sequence[str]) -> list[MemoryRecord]:
+        folded = [t.casefold() for t in terms if t]
+
+        def holds(*texts: str | None) -> bool:
+            return any(f in t.casefold() for t in texts if t for f in folded)
+
+        def mentions(summary: str | None, categories: Mapping[str, str]) -> bool:
+            return holds(summary, *categories.values())
+
+        return sorted((r for k, r in self._memories.items()
+                       if mentions(r.summary, r.categories)
+                       or holds(*(m.content for m in r.messages))
+                       or any(mentions(v.summary, v.categories)
+                              for v in self._revisions.get(k, ()))),
+                      key=lambda r: attrs.astuple(r.key))
+
+    async def clear_content(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                            expected_rev: int) -> MemoryRecord | None:
+        async with self._lock:
+            old = self._memories.get(key)
+            if old is None or old.rev != expected_rev:
+                return None
+            new = attrs.evolve(old, messages=tuple(messages), summary=None, categories={},
+                               rev=old.rev + 1)
+            self._memories[key] = new
+            self._revisions.pop(key, None)
+            return new
+
     async def server_ids(self) -> list[str]:
         found = {k.server_id for k in self._memories if k.scope_kind == "server"}
         return sorted(found | set(self._settings))

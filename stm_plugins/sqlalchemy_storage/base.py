@@ -531,6 +531,32 @@ class SqlStorageAdapter(abc.ABC):
         return None if row is None else codec.memory_from_row(row, key=key,
                                                               sent_messages=(text, clean))
 
+    async def rows_mentioning(self, terms: Sequence[str]) -> list[MemoryRecord]:
+        patterns = codec.mention_patterns(terms)
+        if not patterns:
+            return []
+        compiled = self.statement(("rows_mentioning", len(patterns)),
+                                  lambda: st.rows_mentioning(self.dialect_name, len(patterns)))
+        (rows,) = await self._read([Step(compiled, {f"pattern{i}": p
+                                                    for i, p in enumerate(patterns)},
+                                         Want.ALL)])
+        return [codec.memory_from_row(r) for r in rows]
+
+    async def clear_content(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                            expected_rev: int) -> MemoryRecord | None:
+        clean = codec.clean_messages(tuple(messages))
+        text = codec.encode_messages(clean)
+        update = self.statement("clear_content", lambda: self._announce(
+            st.clear_content(), "k"))
+        history = self.statement("revisions_delete_after_clear",
+                                 st.revisions_delete_after_clear)
+        params = {**codec.key_params(key), "messages": text, "rev": expected_rev}
+        row, _ = await self._write([Step(update, params, Want.ONE),
+                                    Step(history, codec.key_params(key) | {"rev": expected_rev},
+                                         Want.NOTHING)])
+        return None if row is None else codec.memory_from_row(row, key=key,
+                                                              sent_messages=(text, clean))
+
     async def delete_user_prefs(self, user_id: str) -> bool:
         compiled = self.statement("prefs_delete", lambda: self._announce(
             st.prefs_delete(), "u"))
