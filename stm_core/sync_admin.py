@@ -156,7 +156,8 @@ class SyncAdmin:
         actor: Actor | None = None,
     ) -> dict[str, Any]:
         """Blocking ``Admin.export_user``: Every stored thing about the user as a JSON-able
-        dict: their rows, their lines in other rows, their preferences."""
+        dict: their rows, their lines in other rows, the memory that names them, their
+        preferences."""
         session = self._session
         return session.run(session.store.admin.export_user(
             user_id,
@@ -170,9 +171,10 @@ class SyncAdmin:
         dry_run: bool = False,
         actor: Actor | None = None,
     ) -> user_data.ForgetResult:
-        """Blocking ``Admin.forget_user``: Remove everything stored of the user, everywhere:
-        their own rows, their lines in shared rows and other users' copies, their opt-in.
-        ``dry_run`` reports what would go and changes nothing."""
+        """Blocking ``Admin.forget_user``: Remove the user's data everywhere: their own rows,
+        their lines in shared rows and other users' copies, the lines and memories that name
+        them (cleared with their revision history), their opt-in. ``dry_run`` reports what
+        would go and changes nothing."""
         session = self._session
         return session.run(session.store.admin.forget_user(
             user_id,

@@ -613,8 +613,9 @@ class Admin:
     # -- privacy requests -------------------------------------------------------------------
     async def forget_user(self, user_id: str, *, dry_run: bool = False,
                           actor: Actor | None = None) -> user_data.ForgetResult:
-        """Remove everything stored of the user, everywhere: their own rows,
-        their lines in shared rows and other users' copies, their opt-in.
+        """Remove the user's data everywhere: their own rows, their lines in
+        shared rows and other users' copies, the lines and memories that name
+        them (cleared with their revision history), their opt-in.
         ``dry_run`` reports what would go and changes nothing."""
         self._check(actor, "forget_user", writes=not dry_run, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
@@ -624,7 +625,7 @@ class Admin:
     async def export_user(self, user_id: str, *,
                           actor: Actor | None = None) -> dict[str, Any]:
         """Every stored thing about the user as a JSON-able dict: their rows,
-        their lines in other rows, their preferences."""
+        their lines in other rows, the memory that names them, their preferences."""
         self._check(actor, "export_user", writes=False, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         return await user_data.export_user(self._engine, user_id)

@@ -6,8 +6,8 @@ words), waits for a line on stdin, then records ``TURNS`` turns of its own
 users (``w-TAG-*``) in random channels ``c0..c{CHANNELS-1}`` of server ``G``
 (every line carries its author id; none is by the forgotten user), then
 reports every window it wrote, per channel. With ``IDS`` ``trigger``, the
-newest line (the triggering message) carries none, as from a host that does
-not pass them: stm attributes it to the turn's user.
+newest line (the triggering message, marked ``is_trigger``) carries none, as
+from a host that does not pass them: stm attributes it to the turn's user.
 After that it answers ``check`` on stdin: it builds a turn's context in every
 channel from its (warm, listening) cache and reports whether any text holds a
 word of the forgotten user.
@@ -46,7 +46,8 @@ async def main(url: str, tag: str, turns: int, channels: int, ids: str) -> None:
             user = f"w-{tag}-{i % 3}"
             history = [HistoryMessage(author_type="user", content=f"{tag}-{i}-{n}",
                                       author_id=None if ids == "trigger" and n == 1 else user,
-                                      speaker_name=user) for n in range(2)]
+                                      speaker_name=user, is_trigger=n == 1)
+                       for n in range(2)]
             await stm.record_turn(
                 Turn(user_id=user, channel_id=channel, server_id=SERVER, persona_id="p",
                      triggerer_name=user),
