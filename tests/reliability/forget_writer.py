@@ -26,7 +26,8 @@ from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.store import open_store
 
 SERVER = "G"
-FORGOTTEN_WORD = "x-secret"
+#: The forgotten user's words, and their name in the model's summaries.
+FORGOTTEN_WORDS = ("x-secret", "Xena")
 
 
 def say(**fields: Any) -> None:
@@ -63,12 +64,13 @@ async def main(url: str, tag: str, turns: int, channels: int, ids: str) -> None:
 
 
 async def shows_forgotten(stm: Any, channels: int) -> bool:
-    """Whether a build in any channel shows a word of the forgotten user."""
+    """Whether a build in any channel shows a word or the name of the forgotten user."""
     found = False
     for c in range(channels):
         ctx = await stm.build_context(Turn(user_id="reader", channel_id=f"c{c}",
                                            server_id=SERVER, persona_id="p", has_tools=False))
-        found = found or any(FORGOTTEN_WORD in item.text for item in ctx.memory_items)
+        found = found or any(word in item.text for item in ctx.memory_items
+                             for word in FORGOTTEN_WORDS)
     return found
 
 
