@@ -232,7 +232,7 @@ VALUE_FIELDS: dict[type, dict[str, list[Any]]] = {
     },
     HistoryMessage: {"author_type": ["bot", None, 5, "USER"], "content": [None, 5, b"x"],
                      "author_id": [True, 1.5, b"u", ["u"]],
-                     "speaker_name": [5, b"x"]},
+                     "speaker_name": [5, b"x"], "is_trigger": [None, 1, "yes"]},
     PersonaResponse: {"content": [None, 5], "persona_name": [None, 5],
                       "persona_id": [True, 1.5], "persona_lineage_id": [False, 1.5]},
 }
