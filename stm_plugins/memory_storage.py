@@ -251,11 +251,20 @@ class MemoryAdapter:
 
     async def replace_messages(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
                                expected_rev: int) -> MemoryRecord | None:
+        return await self._rewrite(key, messages, expected_rev, clear=False)
+
+    async def _rewrite(self, key: MemoryKey, messages: Sequence[CrudeMessage],
+                       expected_rev: int, *, clear: bool) -> MemoryRecord | None:
+        """New lines for a row not written since ``expected_rev``; with
+        ``clear`` its summary, categories and revisions go too."""
         async with self._lock:
             old = self._memories.get(key)
             if old is None or old.rev != expected_rev:
                 return None
             new = attrs.evolve(old, messages=tuple(messages), rev=old.rev + 1)
+            if clear:
+                new = attrs.evolve(new, summary=None, categories={})
+                self._revisions.pop(key, None)
             self._memories[key] = new
             return new
 
@@ -280,15 +289,7 @@ class MemoryAdapter:
 
     async def clear_content(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
                             expected_rev: int) -> MemoryRecord | None:
-        async with self._lock:
-            old = self._memories.get(key)
-            if old is None or old.rev != expected_rev:
-                return None
-            new = attrs.evolve(old, messages=tuple(messages), summary=None, categories={},
-                               rev=old.rev + 1)
-            self._memories[key] = new
-            self._revisions.pop(key, None)
-            return new
+        return await self._rewrite(key, messages, expected_rev, clear=True)
 
     async def server_ids(self) -> list[str]:
         found = {k.server_id for k in self._memories if k.scope_kind == "server"}

@@ -109,6 +109,8 @@ class RowErasure:
     """What forgetting the user takes out of one row that is not theirs."""
 
     record: MemoryRecord
+    #: The row's kept revisions when it was read.
+    revisions: tuple[MemoryRevision, ...]
     #: The lines the row keeps.
     kept: tuple[CrudeMessage, ...]
     own_lines: int
@@ -179,7 +181,8 @@ def plan_row(record: MemoryRecord, revisions: Sequence[MemoryRevision],
             naming += 1
         else:
             kept.append(m)
-    return RowErasure(record=record, kept=tuple(kept), own_lines=own, mention_lines=naming,
+    return RowErasure(record=record, revisions=tuple(revisions), kept=tuple(kept),
+                      own_lines=own, mention_lines=naming,
                       clear=(matcher.in_content(record.summary, record.categories)
                              or bool(matcher.revisions(revisions))))
 
@@ -378,8 +381,7 @@ async def export_user(engine: Engine, user_id: str) -> dict[str, Any]:
     authored = [p.record for p in plans if p.own_lines]
     mentions = []
     for plan in plans:
-        found = mention_export(plan.record, await revisions_of(engine, plan.record.key),
-                               matcher)
+        found = mention_export(plan.record, plan.revisions, matcher)
         if found is not None:
             mentions.append(found)
     prefs = await engine.adapter.load_user_prefs(user_id)

@@ -257,7 +257,10 @@ def clear_content() -> ClauseElement:
 
 def revisions_delete_after_clear() -> ClauseElement:
     """Every kept revision of the row :func:`clear_content` just cleared (its
-    ``rev`` is now ``rev + 1``; in the same transaction, after it)."""
+    ``rev`` is now ``rev + 1``; in the same transaction, after it, holding
+    the row's lock). Should the update not have applied and another writer
+    left the row at that ``rev``, its revisions go all the same: the row is
+    being cleared, and the caller reads it and tries again."""
     b = _Binds()
     m = memories.c
     r = memory_revisions.c
