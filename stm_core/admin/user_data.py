@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from stm_core.admin.mentions import Matcher, SearchTerms, search_terms
+from stm_core.admin.mentions import Matcher, SearchTerms, search_terms, searchable
 from stm_core.admin.values import key_to_dict, line_to_dict
-from stm_core.errors import StorageError
+from stm_core.errors import StorageError, ValidationError
 from stm_core.models import CrudeMessage
 from stm_core.storage.protocol import MemoryHistory, UserErasure
 from stm_core.storage.records import (
@@ -187,15 +187,34 @@ def plan_row(record: MemoryRecord, revisions: Sequence[MemoryRevision],
                              or bool(matcher.revisions(revisions))))
 
 
+#: Names an operator may add to a request, and the length of each.
+MAX_NAMES = 20
+MAX_NAME_LENGTH = 100
+
+
+def check_names(names: Iterable[str]) -> tuple[str, ...]:
+    """The extra display names of a request, stripped; a blank one, more than
+    :data:`MAX_NAMES` or one longer than :data:`MAX_NAME_LENGTH` characters
+    is a :class:`ValidationError`."""
+    given = tuple(n.strip() for n in names)
+    allowed = (f"at most {MAX_NAMES} names of 1 to {MAX_NAME_LENGTH} characters, "
+               "not blank")
+    if len(given) > MAX_NAMES or any(not 0 < len(n) <= MAX_NAME_LENGTH for n in given):
+        raise ValidationError(f"names must be {allowed}, got {list(given)!r}"[:300],
+                              field="names", allowed=allowed)
+    return given
+
+
 class Search:
     """The rows forgetting a user changes, found afresh on each scan."""
 
-    def __init__(self, engine: Engine, user_id: str) -> None:
+    def __init__(self, engine: Engine, user_id: str, names: Sequence[str] = ()) -> None:
         self.engine = engine
         self.erasure = erasure_of(engine)
         self.user_id = user_id
-        self.names: dict[str, None] = {}
-        self.not_searched: dict[str, None] = {}
+        self.names: dict[str, None] = dict.fromkeys(n for n in names if searchable(n))
+        self.not_searched: dict[str, None] = dict.fromkeys(
+            n for n in names if not searchable(n))
 
     @property
     def terms(self) -> SearchTerms:
@@ -226,8 +245,9 @@ class Search:
         return sorted(plans, key=lambda p: p.own_lines > 0)
 
 
-async def forget_user(engine: Engine, user_id: str, *, dry_run: bool) -> ForgetResult:
-    search = Search(engine, user_id)
+async def forget_user(engine: Engine, user_id: str, *, dry_run: bool,
+                      names: Sequence[str] = ()) -> ForgetResult:
+    search = Search(engine, user_id, names)
     if dry_run:
         own = await search.own_rows()
         plans = await search.scan(own)
@@ -371,9 +391,10 @@ def mention_export(record: MemoryRecord, revisions: Sequence[MemoryRevision],
             "updated_at_ms": record.updated_at_ms, "updated_at": iso_time(record.updated_at_ms)}
 
 
-async def export_user(engine: Engine, user_id: str) -> dict[str, Any]:
+async def export_user(engine: Engine, user_id: str,
+                      names: Sequence[str] = ()) -> dict[str, Any]:
     """Every stored thing about the user, as JSON-able data."""
-    search = Search(engine, user_id)
+    search = Search(engine, user_id, names)
     own = await search.own_rows()
     plans = await search.scan(own)  # also learns the names to search for
     matcher = Matcher(search.terms)

@@ -75,13 +75,22 @@ def clear(state: CliState, user_id: str, yes: bool) -> None:
     show_cleared(state, cleared, f"user {user_id}")
 
 
+def names_option(command: Any) -> Any:
+    return click.option(
+        "--name", "names", multiple=True, metavar="NAME",
+        help="A display name of the user to search for besides those on their stored "
+             "lines (repeat for more).")(command)
+
+
 @user.command("forget")
 @click.argument("user_id")
+@names_option
 @dry_run_option
 @yes_option
 @json_option
 @pass_state
-def forget(state: CliState, user_id: str, dry_run: bool, yes: bool) -> None:
+def forget(state: CliState, user_id: str, names: tuple[str, ...], dry_run: bool,
+           yes: bool) -> None:
     """Remove a user's memories, their lines and what names them (an erasure request).
 
     \b
@@ -92,8 +101,9 @@ def forget(state: CliState, user_id: str, dry_run: bool, yes: bool) -> None:
       - every summary and category memory that names them, now or in a kept
         revision: cleared, with that memory's whole revision history;
       - their cross-server opt-in.
-    Searched for: the display names on their stored lines, their id, <@id>
-    and <@!id> (shown in the result), as whole words, ignoring case.
+    Searched for: the display names on their stored lines and those given
+    with --name, their id, <@id> and <@!id> (shown in the result), as whole
+    words, ignoring case.
 
     \b
     Not removed: lines stored without an author id (counted, see
@@ -105,13 +115,15 @@ def forget(state: CliState, user_id: str, dry_run: bool, yes: bool) -> None:
     Examples:
       stm user forget 42 --dry-run
       stm user forget 42 --yes
+      stm user forget 42 --name Alice --name Ali --yes
     """
     if dry_run:
         state.read_only = True
     else:
         confirm(f"remove user {user_id}'s own memories, their lines and preferences, and "
                 "clear every memory and revision that names them, everywhere", yes=yes)
-    result = with_admin(state, lambda admin: admin.forget_user(user_id, dry_run=dry_run))
+    result = with_admin(state, lambda admin: admin.forget_user(user_id, dry_run=dry_run,
+                                                               names=list(names)))
     verb = "Would remove" if dry_run else "Removed"
     clear = "Would clear" if dry_run else "Cleared"
     data = result.to_dict()
@@ -150,10 +162,11 @@ def unchecked_sentence(lines: int, rows: Sequence[Mapping[str, Any]]) -> str:
 
 @user.command("export")
 @click.argument("user_id")
+@names_option
 @output_option
 @reads_only
 @pass_state
-def export(state: CliState, user_id: str, output: Path | None) -> None:
+def export(state: CliState, user_id: str, names: tuple[str, ...], output: Path | None) -> None:
     """Write every stored thing about a user as JSON (an access request).
 
     Their own rows (summaries, categories, kept revisions, their lines and
@@ -169,6 +182,6 @@ def export(state: CliState, user_id: str, output: Path | None) -> None:
       stm user export 42
       stm user export 42 -o user-42.json
     """
-    exported = with_admin(state, lambda admin: admin.export_user(user_id))
+    exported = with_admin(state, lambda admin: admin.export_user(user_id, names=list(names)))
     write_json(exported, output)
     note(unchecked_sentence(exported["unchecked_lines"], exported["unchecked_rows"]))

@@ -18,8 +18,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from stm_core.admin.mentions import Matcher, SearchTerms, search_terms
+from stm_core.errors import ValidationError
 from stm_core.models import CrudeMessage, HistoryMessage, PersonaResponse, Turn
-from stm_core.storage.records import MemoryKey, MemoryRecord
+from stm_core.storage.records import MemoryFilter, MemoryKey, MemoryRecord
 from stm_core.store import Stm
 from stm_plugins.sqlalchemy_storage.schema import metadata
 from tests.conftest import OpenStm, asyncpg_dsn
@@ -173,3 +174,31 @@ def test_short_and_default_names_are_reported_not_searched() -> None:
     assert terms.to_dict()["ids"] == [ALICE, f"<@{ALICE}>", f"<@!{ALICE}>"]
 
 
+
+
+async def test_names_the_operator_gives_find_what_stored_lines_no_longer_tell(
+        stm: Stm) -> None:
+    """After her lines are gone, stm no longer knows her name: a summary
+    written later under it is found only with the name given."""
+    await converse(stm)
+    await stm.admin.forget_user(ALICE)
+    late = turn(BOB, G, "c1", "Bob")
+    assert (await stm.apply_tool_call(late, {"summary": "Alice came back"})).ok
+    assert (await stm.admin.forget_user(ALICE, dry_run=True)).memories_cleared == ()
+    exported = await stm.admin.export_user(ALICE, names=["Alice"])
+    assert [m["summary"] for m in exported["mentions"]] == ["Alice came back"] * 2
+    result = await stm.admin.forget_user(ALICE, names=[" Alice ", "A"])
+    assert result.searched_for is not None
+    assert (result.searched_for.names, result.searched_for.names_not_searched) == (
+        ("Alice",), ("A",))
+    assert len(result.memories_cleared) == 2  # the server row and Bob's copy
+    assert naming_her({"rows": [str(r.summary) for r in await stm.adapter.list_memories(
+        MemoryFilter(server_id=G))]}) == {}
+
+
+@pytest.mark.parametrize("names", ["Alice", [""], ["  "], ["x" * 101], ["n"] * 21, [5]])
+async def test_bad_names_are_refused(stm: Stm, names: object) -> None:
+    with pytest.raises(ValidationError):
+        await stm.admin.forget_user(ALICE, names=names)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        await stm.admin.export_user(ALICE, names=names)  # type: ignore[arg-type]

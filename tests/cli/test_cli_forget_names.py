@@ -58,3 +58,6 @@ async def test_forget_clears_the_summaries_that_name_the_user(
     said = " ".join(again.stdout.split())
     assert "Cleared 0 memories that name them" in said
     assert "searched for 42, <@42>, <@!42>" in said
+    named = ok(stm_raw("--db", db_url, "user", "forget", "42", "--name", "Alice",
+                       "--dry-run"))
+    assert "searched for Alice, 42, <@42>, <@!42>" in " ".join(named.stdout.split())
