@@ -7,7 +7,9 @@ users (``w-TAG-*``) in random channels ``c0..c{CHANNELS-1}`` of server ``G``
 (every line carries its author id; none is by the forgotten user), then
 reports every window it wrote, per channel. With ``IDS`` ``trigger``, the
 newest line (the triggering message, marked ``is_trigger``) carries none, as
-from a host that does not pass them: stm attributes it to the turn's user.
+from a host that does not pass them: stm attributes it to the turn's user. With ``IDS`` ``tool``,
+every fourth turn also writes the channel's summary through the tool (a new
+revision naming nobody).
 After that it answers ``check`` on stdin: it builds a turn's context in every
 channel from its (warm, listening) cache and reports whether any text holds a
 word of the forgotten user.
@@ -49,11 +51,14 @@ async def main(url: str, tag: str, turns: int, channels: int, ids: str) -> None:
                                       author_id=None if ids == "trigger" and n == 1 else user,
                                       speaker_name=user, is_trigger=n == 1)
                        for n in range(2)]
+            turn = Turn(user_id=user, channel_id=channel, server_id=SERVER, persona_id="p",
+                        triggerer_name=user, provider="openai")
+            if ids == "tool" and i % 4 == 0:  # the model rewrites the summary too
+                result = await stm.apply_tool_call(turn, {"summary": f"{tag}-{i} notes"})
+                assert result.ok, result
             await stm.record_turn(
-                Turn(user_id=user, channel_id=channel, server_id=SERVER, persona_id="p",
-                     triggerer_name=user),
-                history, [PersonaResponse(content=f"re {tag}-{i}", persona_name="Bot",
-                                          persona_id="p")])
+                turn, history, [PersonaResponse(content=f"re {tag}-{i}", persona_name="Bot",
+                                                persona_id="p")])
             windows.setdefault(channel, []).append([m.content for m in history]
                                                    + [f"re {tag}-{i}"])
         say(event="done", windows=windows)

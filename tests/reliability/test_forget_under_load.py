@@ -98,10 +98,12 @@ async def expect(proc: asyncio.subprocess.Process, event: str) -> dict[str, Any]
     return answer
 
 
-@pytest.mark.parametrize("ids", ["all", "trigger"])
+@pytest.mark.parametrize("ids", ["all", "trigger", "tool"])
 async def test_forget_while_other_processes_record_turns(db_url: str, ids: str) -> None:
     """``ids="trigger"``: the writers' hosts pass no author id for the
-    triggering message; stm's own attribution must hold under the race too."""
+    triggering message; stm's own attribution must hold under the race too.
+    ``ids="tool"``: the writers' models also rewrite the summaries that name
+    X, racing the forget that clears them."""
     await seed(db_url, CHANNELS)
     writers = [await start_writer(db_url, f"w{i}", ids) for i in range(WRITERS)]
     try:
@@ -114,7 +116,10 @@ async def test_forget_while_other_processes_record_turns(db_url: str, ids: str) 
             result = await stm.admin.forget_user(X)
             done = [await expect(proc, "done") for proc in writers]
             assert result.lines_removed > 0 and result.rows_removed
-            assert len(result.memories_cleared) == 2 * CHANNELS  # rows and Y's copies
+            # The rows and Y's copies; a writer's summaries may have pushed the
+            # revisions naming X out of a row's kept history before forget came.
+            cleared = len(result.memories_cleared)
+            assert cleared == 2 * CHANNELS or (ids == "tool" and cleared >= CHANNELS)
             assert await naming_x(stm) == []
 
             windows: dict[str, list[list[str]]] = {}
@@ -141,6 +146,9 @@ async def test_forget_while_other_processes_record_turns(db_url: str, ids: str) 
                     assert texts(record) in written, (channel, texts(record))
                 else:
                     assert texts(record) == [f"y-{channel[1:]}", "re seed"]
+                if ids == "tool":  # the writers' tool calls reset the counters
+                    assert record.summary is None or record.summary.endswith(" notes")
+                    continue
                 # Every turn counted (the seed's tool call reset the seeded channels).
                 assert record.turns_since_refresh == len(written) + (channel == OWN)
             if db_url.startswith("postgresql"):
