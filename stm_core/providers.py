@@ -3,9 +3,11 @@
 A key is a family (``"anthropic"``), a routing prefix with a model
 (``"anthropic/claude-3-5-sonnet"``, LiteLLM's and OpenRouter's convention), a
 LiteLLM provider name (``"vertex_ai"``) or a router (``"openrouter"``,
-``"litellm"``) whose model is ``Turn.model``. :func:`resolve_provider` turns it
-into the family stm's tool-format rule reads, and the model: ``Turn.model``,
-or the part after the slash when the host set none.
+``"litellm"``) whose model is ``Turn.model``; a bare model id that plainly names
+its family (``"gpt-4o-mini"``, ``"claude-3-5-sonnet"``, ``"gemini-1.5-pro"``,
+:data:`MODEL_ID_FAMILIES`) is read as that family with that model.
+:func:`resolve_provider` turns it into the family stm's tool-format rule reads,
+and the model: ``Turn.model``, or the part after the slash when the host set none.
 
 Hooks that 0.1.0 had see the key exactly as the host wrote it (docs/hook-policy.md,
 "Provider keys"); a plugin that wants the family asks :func:`provider_family`.
@@ -14,6 +16,7 @@ Hooks that 0.1.0 had see the key exactly as the host wrote it (docs/hook-policy.
 from __future__ import annotations
 
 import functools
+import re
 
 import attrs
 
@@ -31,6 +34,14 @@ LITELLM_SPELLINGS: dict[str, str] = {
     "litellm_proxy": "litellm",
 }
 
+#: Model-id beginnings that plainly name a family, for hosts that pass an
+#: llm-style model id as the provider (``provider="gpt-4o-mini"``).
+MODEL_ID_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?:chatgpt|gpt)-|o\d(?:-|$)"), "openai"),
+    (re.compile(r"claude-"), "anthropic"),
+    (re.compile(r"gemini-"), "gemini"),
+)
+
 #: Keys resolved per process before the memo starts over (hosts name them).
 _MEMO_ENTRIES = 4096
 
@@ -43,9 +54,11 @@ class ProviderKey:
     provider: str
     #: The family: trimmed, lower-cased, without the model after a slash, with
     #: LiteLLM's spelling of a known provider replaced (``"vertex_ai"`` is
-    #: ``"vertex"``). ``""`` when the host named no provider.
+    #: ``"vertex"``), or the family a bare model id names (``"gpt-4o"`` is
+    #: ``"openai"``). ``""`` when the host named no provider.
     family: str
-    #: ``Turn.model``, or the part after the first slash of the key when unset.
+    #: ``Turn.model``, or when unset the part after the first slash of the key,
+    #: or the key itself when it is a model id that names its family.
     model: str | None
 
 
@@ -64,6 +77,9 @@ def resolve_provider(provider: str, model: str | None = None) -> ProviderKey:
     'vertex'
     >>> resolve_provider("openrouter/anthropic/claude-3-5-sonnet").model
     'anthropic/claude-3-5-sonnet'
+    >>> key = resolve_provider("gpt-4o-mini")
+    >>> key.family, key.model
+    ('openai', 'gpt-4o-mini')
 
     Raises :class:`~stm_core.errors.ValidationError` when ``provider`` is not
     text or ``model`` neither text nor ``None``.
@@ -84,7 +100,20 @@ def _resolve(provider: str, model: str | None) -> ProviderKey:
     family = LITELLM_SPELLINGS.get(family, family)
     if not model and slash:
         model = rest.strip() or None
+    if not slash:
+        named = model_id_family(family)
+        if named is not None:
+            family, model = named, model or prefix.strip()
     return ProviderKey(provider=provider, family=family, model=model or None)
+
+
+def model_id_family(key: str) -> str | None:
+    """The family a bare model id plainly names (``"claude-3-5-haiku"`` is
+    ``"anthropic"``), else ``None``."""
+    for pattern, family in MODEL_ID_FAMILIES:
+        if pattern.match(key):
+            return family
+    return None
 
 
 def provider_family(provider: str) -> str:

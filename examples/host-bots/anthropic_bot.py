@@ -6,13 +6,11 @@ key: ``python anthropic_bot.py --offline`` (a scripted model, scripted.py).
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from typing import Any
 
 import scripted
 from anthropic import AsyncAnthropic
-from host_loop import Chat, ToolRunner, converse, user_lines
+from host_loop import Chat, ToolRunner, converse, run_bot, user_lines
 
 from stm_core import open_store
 
@@ -60,4 +58,5 @@ async def main(*, offline: bool, url: str = "sqlite+aiosqlite:///bot.db",
 
 
 if __name__ == "__main__":
-    asyncio.run(main(offline="--offline" in sys.argv[1:]))
+    run_bot(main, __doc__, key_variables=("ANTHROPIC_API_KEY",),
+            model="claude-3-5-haiku-latest")

@@ -6,14 +6,12 @@ Run it with ``GEMINI_API_KEY`` set: ``python gemini_bot.py``, or with no key:
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from typing import Any
 
 import scripted
 from google import genai
 from google.genai import types
-from host_loop import Chat, ToolRunner, converse, user_lines
+from host_loop import Chat, ToolRunner, converse, run_bot, user_lines
 
 from stm_core import open_store
 
@@ -71,4 +69,5 @@ async def main(*, offline: bool, url: str = "sqlite+aiosqlite:///bot.db",
 
 
 if __name__ == "__main__":
-    asyncio.run(main(offline="--offline" in sys.argv[1:]))
+    run_bot(main, __doc__, key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            model="gemini-2.5-flash")

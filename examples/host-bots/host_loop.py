@@ -7,6 +7,9 @@ it in, offer the tool, apply the model's calls, record the window) around a
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +27,32 @@ Chat = Callable[[list[dict[str, Any]], list[dict[str, Any]], ToolRunner], Awaita
 #: nudges the model to write its memory, and the seventh turn shows it.
 SAMPLE_LINES = ["hi!", "I'm painting a mural", "teal or orange for the sky?", "maybe both",
                 "the sun will be orange", "what do you think?", "thanks!"]
+
+
+#: What a bot's ``main`` takes: ``main(offline=..., url=..., model=...)``.
+BotMain = Callable[..., Awaitable[None]]
+
+
+def run_bot(main: BotMain, doc: str, *, key_variables: tuple[str, ...],
+            model: str) -> None:
+    """The bots' command line: ``--help``, ``--offline``, ``--db``, ``--model``.
+    Without ``--offline`` and without an API key in the environment, one line
+    says which variable to set, or to try ``--offline``, instead of the SDK's
+    traceback."""
+    summary, _, details = doc.strip().partition("\n\n")
+    parser = argparse.ArgumentParser(description=summary, epilog=details,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--offline", action="store_true",
+                        help="no API key, no network: a scripted model answers on the "
+                             "SDK's own client (scripted.py)")
+    parser.add_argument("--db", default="sqlite+aiosqlite:///bot.db", metavar="URL",
+                        help="the stm database (default: %(default)s)")
+    parser.add_argument("--model", default=model, help="the model (default: %(default)s)")
+    args = parser.parse_args()
+    if not args.offline and not any(os.environ.get(name) for name in key_variables):
+        parser.exit(2, f"{parser.prog}: no API key: set {' or '.join(key_variables)}, "
+                       "or run with --offline (a scripted model, no key needed)\n")
+    asyncio.run(main(offline=args.offline, url=args.db, model=args.model))
 
 
 def user_lines() -> list[str]:
@@ -77,7 +106,7 @@ async def take_turn(stm: Stm, turn: Turn, window: list[HistoryMessage], chat: Ch
         return result.message
 
     reply = await chat(messages, tools, run_tool)
-    recorded = await stm.record_window(turn, window, [PersonaResponse(
+    recorded = await stm.record_turn(turn, window, [PersonaResponse(
         content=reply, persona_name=turn.bot_name, persona_id=turn.persona_id)])
     report.counter = recorded.counters.get(turn.persona_id or "")
     return reply, report

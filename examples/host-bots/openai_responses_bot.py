@@ -7,12 +7,10 @@ scripted.py).
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from typing import Any
 
 import scripted
-from host_loop import Chat, ToolRunner, converse, user_lines
+from host_loop import Chat, ToolRunner, converse, run_bot, user_lines
 from openai import AsyncOpenAI
 
 from stm_core import open_store
@@ -49,4 +47,5 @@ async def main(*, offline: bool, url: str = "sqlite+aiosqlite:///bot.db",
 
 
 if __name__ == "__main__":
-    asyncio.run(main(offline="--offline" in sys.argv[1:]))
+    run_bot(main, __doc__, key_variables=("OPENAI_API_KEY",),
+            model="gpt-4o-mini")

@@ -6,9 +6,10 @@ the persona's replies, and every kept revision of a memory can name them.
 stm knows a user by:
 
 - the display names stored on the user's own lines (``speaker_name`` of the
-  lines whose author id is theirs), except the default name a turn carries
-  when the host names nobody (``"User"``) and one-character names, which
-  would match ordinary words: those are reported as not searched;
+  lines whose author id is theirs) and those the operator gives, except the
+  default name a turn carries when the host names nobody (``"User"``) and
+  one-character names, which would match ordinary words: those are reported
+  as not searched;
 - their id, and its mention forms ``<@id>`` and ``<@!id>``.
 
 The rule (its one home): a term names the user where it stands as a whole
@@ -89,7 +90,7 @@ class Matcher:
         self._search = re.compile("|".join(_pattern(t) for t in terms.terms)).search
 
     def names(self, text: str | None) -> bool:
-        return bool(text) and self._search(text.casefold()) is not None  # type: ignore[union-attr]
+        return text is not None and self._search(text.casefold()) is not None
 
     def in_content(self, summary: str | None, categories: Mapping[str, str]) -> bool:
         """The summary or a category text names the user."""

@@ -10,18 +10,15 @@ import click
 
 from stm_core.cli.context_changes import load_previous, previous_messages, prompt_changes
 from stm_core.cli.files import read_json_file
-from stm_core.cli.memory import resolve_where, where_options
+from stm_core.cli.memory import TRIGGER_HELP, resolve_where, where_options_with
 from stm_core.cli.output import emit, heading, plain
 from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_only
 from stm_core.cli.state import CliState, run
-from stm_core.errors import UnknownProvider, ValidationError
+from stm_core.errors import ValidationError
 from stm_core.models import ContextItem, StmContext, Turn
-from stm_core.providers import provider_family
-from stm_plugins.novelai import PROVIDER as NOVELAI
 
 if TYPE_CHECKING:
     from stm_core.cli.screen import Screen
-    from stm_core.hooks import Hooks
 
 #: A short dialogue to show the placement on when no --dialogue file is given.
 SAMPLE_DIALOGUE: tuple[dict[str, str], ...] = (
@@ -44,28 +41,6 @@ def load_dialogue(path: Path | None) -> list[dict[str, Any]]:
                               '{"role": "user", "content": "..."}', field="dialogue",
                               allowed="a JSON list of chat messages")
     return data
-
-
-def known_providers(hooks: Hooks) -> set[str]:
-    """Provider keys some plugin knows: those of the registered tool formats,
-    the formats' own keys, and providers that have no tools at all."""
-    formats = hooks.tool_formats()
-    return ({p.lower() for f in formats.values() for p in f.providers}
-            | {k.lower() for k in formats} | {NOVELAI})
-
-
-def check_provider(provider: str, hooks: Hooks) -> None:
-    """A mistyped ``--provider`` would get the fallback tool format: the command
-    refuses what the tool-format rule does not know (read as a host's key,
-    ``anthropic/claude-3-5-sonnet`` and ``vertex_ai`` included)."""
-    if not provider or provider_family(provider) == NOVELAI:
-        return
-    try:
-        hooks.tool_format_for(provider, None, strict=True)
-    except UnknownProvider:
-        allowed = ", ".join(sorted(known_providers(hooks)))
-        raise ValidationError(f"unknown provider {provider!r}; known providers: {allowed}",
-                              field="provider", allowed=allowed) from None
 
 
 def item_dict(item: ContextItem) -> dict[str, str]:
@@ -129,12 +104,14 @@ def show_context(out: Screen, data: dict[str, Any]) -> None:
 
 
 @click.command()
-@where_options
+@where_options_with(TRIGGER_HELP)
 @click.option("--channel", "channel_id", required=True, metavar="ID")
 @click.option("--persona", "persona_id", metavar="ID")
 @click.option("--lineage", "lineage_id", metavar="ID", help="The persona lineage id.")
-@click.option("--provider", default="", help="LLM provider key, e.g. openai, anthropic "
-              "(an unknown key is refused, listing the known ones).")
+@click.option("--provider", default="", help="LLM provider key, e.g. openai, anthropic, a "
+              "plugin's own key or a model id such as gpt-4o-mini; a key no rule knows "
+              "gets the fallback tool format with a warning, as a host's turn does "
+              "(STM_STRICT_PROVIDERS=1 refuses it).")
 @click.option("--no-tools", is_flag=True, help="The model has no tool support this turn.")
 @click.option("--parent", "parent_channel_id", metavar="ID",
               help="The parent channel when --channel is a thread.")
@@ -186,9 +163,12 @@ def context(state: CliState, server_id: str | None, dm: bool, user_id: str | Non
         from stm_core.inject import inject
 
         async with open_cli_store(state) as stm:
-            check_provider(provider, stm.hooks)
             ctx = await stm.build_context(turn)
             schema = await stm.tool_schema(turn, "neutral")
+            # The turn's own format too, by the host's rule: a key no rule knows
+            # is previewed with the fallback and one warning, or refused under
+            # STM_STRICT_PROVIDERS, exactly as a host's turn would be.
+            await stm.tool_schema(turn)
         before = previous_messages(earlier) if earlier is not None else None
         return context_dict(ctx, schema, inject(messages, ctx, keep_tags=True,
                                                 previous=before))

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from stm_core.cli.files import read_json_file
-from stm_core.cli.output import emit, output_option, plain, table, write_json
+from stm_core.cli.output import emit, note, output_option, plain, table, write_json
 from stm_core.cli.safety import confirm, dry_run_option, yes_option
 from stm_core.cli.session import (
+    NAME_THE_DATABASE,
     json_option,
     open_cli_store,
     pass_state,
@@ -19,7 +20,7 @@ from stm_core.cli.session import (
     sqlite_path,
     with_admin,
 )
-from stm_core.cli.state import CliState, run
+from stm_core.cli.state import CliState, default_database_path, run
 
 if TYPE_CHECKING:
     from stm_core.cli.screen import Screen
@@ -55,7 +56,7 @@ def upgrade(state: CliState, check: bool) -> None:
         return
 
     async def go() -> dict[str, Any]:
-        async with open_cli_store(state) as stm:
+        async with open_cli_store(state, create=True) as stm:
             status = stm.schema_status
             assert status is not None  # set by open_store
             return {"url": redact_url(state.effective_url), "created": status.created,
@@ -80,6 +81,9 @@ def upgrade_check(state: CliState) -> None:
     from stm_plugins.sqlalchemy_storage.version_probe import read_schema_version
 
     url = state.effective_url
+    if state.uses_default_location and not default_database_path().exists():
+        note(f"no database at the default location {default_database_path()} yet: "
+             f"{NAME_THE_DATABASE}")
     found = mig.check_upgrade(run(read_schema_version(url)), mig.MIGRATIONS)
     result = {"url": redact_url(url), "database_version": found.database_version,
               "code_version": found.code_version, "pending": list(found.pending),
@@ -159,7 +163,10 @@ def path(state: CliState) -> None:
         if result["path"] is None:
             plain(out, f"{result['url']} (not a file)")
             return
-        missing = "" if result["exists"] else " (does not exist yet; `stm db upgrade` creates it)"
+        missing = ("" if result["exists"] else
+                   f" (does not exist yet: {NAME_THE_DATABASE}; `stm db upgrade` creates an "
+                   "empty one here)" if result["default"] else
+                   " (does not exist yet; `stm db upgrade` creates it)")
         plain(out, f"{result['path']}{missing}")
 
     emit(state, result, human)

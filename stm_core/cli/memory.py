@@ -27,14 +27,30 @@ def memory() -> None:
     """A channel's short-term memory: view, list, edit, history, undo, clear."""
 
 
-def where_options(func: F) -> F:
-    """``--server ID`` (a guild channel) or ``--dm`` (with ``--user``)."""
-    func = click.option("--user", "user_id", metavar="ID",
-                        help="The DM user (required with --dm); in a guild, the editor "
-                             "whose own copy is written too.")(func)
-    func = click.option("--dm", is_flag=True, help="A direct-message channel.")(func)
-    return click.option("--server", "server_id", metavar="ID",
-                        help="The server (guild) of the channel.")(func)
+#: ``--user`` of a command that writes: in a guild, whose own copy is written too.
+EDITOR_HELP = ("The DM user (required with --dm); in a guild, the editor whose own copy is "
+               "written too.")
+#: ``--user`` of a command that only reads: a guild channel's memory is the same for all.
+READER_HELP = "The DM user (required with --dm); not used for a guild channel."
+#: ``--user`` of ``stm context``.
+TRIGGER_HELP = "The user who triggers the turn (required); with --dm, the DM user."
+
+
+def where_options_with(user_help: str) -> Callable[[F], F]:
+    """``--server ID`` (a guild channel) or ``--dm`` (with ``--user``), with
+    what ``--user`` means to the command."""
+
+    def apply(func: F) -> F:
+        func = click.option("--user", "user_id", metavar="ID", help=user_help)(func)
+        func = click.option("--dm", is_flag=True, help="A direct-message channel.")(func)
+        return click.option("--server", "server_id", metavar="ID",
+                            help="The server (guild) of the channel.")(func)
+
+    return apply
+
+
+where_options = where_options_with(EDITOR_HELP)
+reader_where_options = where_options_with(READER_HELP)
 
 
 def resolve_where(server_id: str | None, dm: bool, user_id: str | None) -> str | None:
@@ -69,7 +85,7 @@ def show_snapshot(out: Screen, shot: MemorySnapshot) -> None:
 
 
 @memory.command("view")
-@where_options
+@reader_where_options
 @click.option("--channel", "channel_id", required=True, metavar="ID")
 @click.option("--persona", "persona_id", metavar="ID", help="The persona (omit for none).")
 @json_option
@@ -97,7 +113,7 @@ def view(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
 
 
 @memory.command("list")
-@where_options
+@reader_where_options
 @click.option("--channel", "channel_id", metavar="ID",
               help="The channel (omit with --server: every channel of the server).")
 @json_option
@@ -239,12 +255,25 @@ def clear_channel(state: CliState, channel_id: str, dry_run: bool, yes: bool) ->
     show_cleared(state, cleared, f"channel {channel_id}")
 
 
-def memory_options(func: F) -> F:
+def memory_options_with(where: Callable[[F], F]) -> Callable[[F], F]:
     """Where the memory is: ``--server``/``--dm``, ``--channel``, ``--persona``."""
-    func = click.option("--persona", "persona_id", metavar="ID",
-                        help="The persona (omit for none).")(func)
-    func = click.option("--channel", "channel_id", required=True, metavar="ID")(func)
-    return where_options(func)
+
+    def apply(func: F) -> F:
+        func = click.option("--persona", "persona_id", metavar="ID",
+                            help="The persona (omit for none).")(func)
+        func = click.option("--channel", "channel_id", required=True, metavar="ID")(func)
+        return where(func)
+
+    return apply
+
+
+memory_options = memory_options_with(where_options)
+
+
+#: Why the revision numbers have gaps (the storage numbers a revision with its row's ``rev``).
+REVISION_NUMBERS = ("Revision numbers count every write to this memory, each recorded turn "
+                    "included; only summary and category changes are kept as revisions, and "
+                    "only the newest of those, so the numbers have gaps.")
 
 
 def show_history(out: Screen, history: MemoryHistoryView) -> None:
@@ -260,16 +289,23 @@ def show_history(out: Screen, history: MemoryHistoryView) -> None:
         for line in r.diff or ("(same as the current memory)",):
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
             plain(out, f"  {line}", style=style)
+    if history.revisions:
+        out.print()
+        plain(out, REVISION_NUMBERS, style="dim")
 
 
 @memory.command("history")
-@memory_options
+@memory_options_with(reader_where_options)
 @json_option
 @reads_only
 @pass_state
 def history(state: CliState, server_id: str | None, dm: bool, user_id: str | None,
             channel_id: str, persona_id: str | None) -> None:
     """List the kept revisions of a memory, each with a diff against the current one.
+
+    Revision numbers count every write to the memory, each recorded turn
+    included; only summary and category changes are kept as revisions (the
+    newest STM_MEMORY_HISTORY_REVISIONS of them), so the numbers have gaps.
 
     \b
     Examples:

@@ -59,7 +59,10 @@ plugins.add_command(new)
 
 
 def plugins_table(infos: list[PluginInfo]) -> Table:
-    table = Table("stm plugins", ["plugin", "source", "status", "hooks (stm_*) and keys"],
+    # The source goes under the plugin's name, not in a column of its own: at
+    # 80 columns that leaves the hooks column room for the longest hook name,
+    # so no identifier is split across lines.
+    table = Table("stm plugins", ["plugin (source)", "status", "hooks (stm_*) and keys"],
                   show_lines=True, no_wrap=[0])
     for info in infos:
         source = {"builtin": "built-in", "host": "host code"}.get(
@@ -69,7 +72,8 @@ def plugins_table(infos: list[PluginInfo]) -> Table:
         lines += [Span(f"warning: {w}", "yellow") for w in info.warnings]
         if info.error:
             lines.append(Span(info.error, "red"))
-        table.add_row(info.name, source, Span(info.status, _STATUS_STYLE[info.status]), lines)
+        table.add_row([Span(info.name), Span(source, "dim")],
+                      Span(info.status, _STATUS_STYLE[info.status]), lines)
     return table
 
 

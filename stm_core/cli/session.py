@@ -24,25 +24,45 @@ F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 
+#: What to do when the per-user default database is not the bot's.
+NAME_THE_DATABASE = "name the bot's database with --db URL or STM_DATABASE_URL"
+
+
 @asynccontextmanager
-async def open_cli_store(state: CliState) -> AsyncIterator[Stm]:
+async def open_cli_store(state: CliState, *, create: bool = False) -> AsyncIterator[Stm]:
     """The store on ``--db``/``STM_DATABASE_URL``, else on the per-user default
-    SQLite file (created with its folder, and named on stderr). A command that
-    writes creates or upgrades the schema on open; a read-only command never
-    does (:func:`require_schema`): it refuses a database without a current
-    schema, naming ``stm db upgrade``, rather than create one and show defaults."""
+    SQLite file (named on stderr). A command that writes creates or upgrades
+    the schema on open; a read-only command never does (:func:`require_schema`):
+    it refuses a database without a current schema, naming ``stm db upgrade``,
+    rather than create one and show defaults. Only ``create`` (``stm db
+    upgrade``) makes a default file that does not exist yet: any other command
+    would put the operator's work in a new database beside the bot's."""
+    if state.uses_default_location:
+        use_default_location(create=create)
     if state.read_only:
         await require_schema(state.effective_url)
-    if state.uses_default_location:
-        path = default_database_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        note(f"using the default database {path} (set --db or STM_DATABASE_URL to change)")
     # One command is short-lived: it announces its writes to running bots but
     # needs no listener of its own.
     async with open_store(state.effective_url, settings=state.settings,
                           listen_for_changes=False) as stm:
         startup.resume_collector()  # started: the command's own work collects as usual
         yield stm
+
+
+def use_default_location(*, create: bool) -> None:
+    """Name the default file on stderr; refuse a missing one unless ``create``,
+    saying first how to name the bot's database."""
+    path = default_database_path()
+    if path.exists():
+        note(f"using the default database {path} (set --db or STM_DATABASE_URL to change)")
+        return
+    if not create:
+        raise ConfigurationError(f"no database at the default location {path}: "
+                                 f"{NAME_THE_DATABASE} (`stm db upgrade` creates an empty "
+                                 "one there)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    note(f"creating a new database at the default location {path} (to use the bot's "
+         f"database instead, {NAME_THE_DATABASE})")
 
 
 def with_admin(state: CliState, call: Callable[[Admin], Awaitable[T]]) -> T:

@@ -30,19 +30,31 @@ _warned_lock = threading.Lock()
 _WARNED_ENTRIES = 1024
 
 
+def naming(provider: str, model: str | None, claims: Mapping[str, ToolFormat],
+           guesses: int) -> str:
+    """``provider 'x' with model 'y' (did you mean 'z'?)``: the closest known keys."""
+    close = difflib.get_close_matches(normalize_provider(provider), sorted(claims), n=guesses)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    model_text = f" with model {model!r}" if model else ""
+    return f"provider {provider!r}{model_text}{hint}"
+
+
 def unknown_provider(provider: str, model: str | None,
                      claims: Mapping[str, ToolFormat]) -> UnknownProvider:
     """The error for a provider no family knows, with the closest known keys."""
-    key = normalize_provider(provider)
-    known = sorted(claims)
-    close = difflib.get_close_matches(key, known, n=3)
-    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-    model_text = f" with model {model!r}" if model else ""
+    known = ", ".join(sorted(claims))
     return UnknownProvider(
-        f"no tool format is known for provider {provider!r}{model_text}{hint}; pass "
+        f"no tool format is known for {naming(provider, model, claims, 3)}; pass "
         "tool_schema(turn, format=...) with a registered format key, or teach stm the "
-        "provider with an stm_tool_format plugin. Known providers: " + ", ".join(known),
-        field="provider", allowed=", ".join(known))
+        "provider with an stm_tool_format plugin. Known providers: " + known,
+        field="provider", allowed=known)
+
+
+def fallback_warning(provider: str, model: str | None,
+                     claims: Mapping[str, ToolFormat]) -> str:
+    """One line: the unknown key, a guess at what was meant, the documented fallback."""
+    return (f"unknown {naming(provider, model, claims, 1)}: using the documented fallback, "
+            f"the {FALLBACK_FORMAT!r} format (STM_STRICT_PROVIDERS=1 makes it an error)")
 
 
 def fallback_format(provider: str, model: str | None, formats: Mapping[str, ToolFormat],
@@ -61,6 +73,5 @@ def fallback_format(provider: str, model: str | None, formats: Mapping[str, Tool
                     _warned.clear()
                 _warned.add(provider)
         if first:
-            log.warning("%s. Using the %r format; set STM_STRICT_PROVIDERS=1 to make this "
-                        "an error", unknown_provider(provider, model, claims), FALLBACK_FORMAT)
+            log.warning("%s", fallback_warning(provider, model, claims))
     return fallback

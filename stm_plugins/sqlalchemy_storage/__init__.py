@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
-from stm_core.errors import ConfigurationError
 from stm_core.plugin_types import StorageAdapterSpec
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
+from stm_plugins.sqlalchemy_storage.driver import require_asyncpg
 from stm_plugins.sqlalchemy_storage.urls import (
     POSTGRES_SCHEMES,
     SQLITE_SCHEMES,
@@ -31,12 +31,9 @@ def sqlite_factory(url: str, settings: Settings) -> StorageAdapter:
 
 def postgres_factory(url: str, settings: Settings) -> StorageAdapter:
     target = parse_postgres_url(url)
-    # Imported here so that SQLite-only installs need no asyncpg.
-    try:
-        from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"PostgreSQL needs the asyncpg driver ({exc}); install stm-core[postgres]") from exc
+    require_asyncpg()  # SQLite-only installs need no asyncpg: one message when it is missing
+    from stm_plugins.sqlalchemy_storage.postgres_adapter import PostgresAdapter
+
     return PostgresAdapter(target, settings)
 
 

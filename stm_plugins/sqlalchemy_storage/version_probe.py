@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from stm_core.errors import ConfigurationError, StorageError
+from stm_plugins.sqlalchemy_storage.driver import require_asyncpg
 from stm_plugins.sqlalchemy_storage.urls import (
     POSTGRES_SCHEMES,
     SQLITE_SCHEMES,
@@ -42,7 +43,7 @@ def _sqlite_version(path: str | None) -> int | None:
 
 
 async def _postgres_version(url: str, timeout_s: float) -> int | None:
-    import asyncpg
+    asyncpg = require_asyncpg()
 
     target = parse_postgres_url(url)
     table = f'"{target.schema}".stm_schema_version' if target.schema else "stm_schema_version"

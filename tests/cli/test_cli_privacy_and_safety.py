@@ -197,18 +197,24 @@ def test_params_reset_only_takes_the_names_set_takes(stm_cli: RunStm) -> None:
     assert "cadense" in line and "cadence, render-mode, crude-messages" in line
 
 
-def test_context_refuses_an_unknown_provider(stm_cli: RunStm) -> None:
+def test_context_previews_any_provider_key_as_a_host_turn_gets_it(stm_cli: RunStm) -> None:
+    """One rule with the API: a key no rule knows gets the fallback format and
+    one warning line; STM_STRICT_PROVIDERS=1 makes it the API's refusal."""
     ok(stm_cli("db", "upgrade"))
-    turn = ("context", "--server", "g1", "--channel", "c1", "--user", "u1")
-    line = refused(stm_cli(*turn, "--provider", "opneai"))
-    assert "unknown provider 'opneai'" in line
-    assert "anthropic" in line and "openai" in line and "novelai" in line
-    ok(stm_cli(*turn, "--provider", "Anthropic"))
-    ok(stm_cli(*turn, "--provider", "novelai"))
-    # Keys as hosts write them (LiteLLM's routing prefixes and provider names).
-    ok(stm_cli(*turn, "--provider", "anthropic/claude-3-5-sonnet"))
-    ok(stm_cli(*turn, "--provider", "vertex_ai"))
-    ok(stm_cli(*turn, "--provider", "novelai/kayra"))
+    turn = ("--json", "context", "--server", "g1", "--channel", "c1", "--user", "u1")
+    for key in ("opneai", "tiny-llm"):
+        result = ok(stm_cli(*turn, "--provider", key))
+        assert result.json()["tool_schema"]["name"] == "update_short_term_memory"
+        (warning,) = [line for line in result.stderr.splitlines() if "stm.tool.formats" in line]
+        assert f"unknown provider {key!r}" in warning and "'openai' format" in warning
+    assert "did you mean 'openai'" in ok(stm_cli(*turn, "--provider", "opneai")).stderr
+    strict = stm_cli(*turn, "--provider", "opneai", env={"STM_STRICT_PROVIDERS": "1"})
+    assert strict.code == 2 and strict.stdout == "" and "Traceback" not in strict.stderr
+    assert strict.stderr.splitlines()[-1].startswith(
+        "stm: error: no tool format is known for provider 'opneai'")
+    for key in ("Anthropic", "novelai", "anthropic/claude-3-5-sonnet", "vertex_ai",
+                "novelai/kayra", "gpt-4o-mini", "claude-3-5-haiku"):
+        assert "stm.tool.formats" not in ok(stm_cli(*turn, "--provider", key)).stderr, key
 
 
 async def test_verbose_logging_goes_to_stderr(stm_cli: RunStm, db_arg: str) -> None:

@@ -40,7 +40,11 @@ def python_blocks() -> list[tuple[str, str, str]]:
 
 
 BLOCKS = python_blocks()
-RUNNABLE = [(name, code) for name, info, code in BLOCKS if NOT_RUN not in info.split()]
+#: A block that only includes a repository file (``--8<-- "examples/..."``,
+#: docs/examples.md) shows a program tested where it lives (tests/examples).
+INCLUDE = re.compile(r'\A(?:--8<-- "[^"]+"\n)+\Z')
+RUNNABLE = [(name, code) for name, info, code in BLOCKS
+            if NOT_RUN not in info.split() and not INCLUDE.match(code)]
 
 
 def test_blocks_are_found_and_fragments_are_few() -> None:

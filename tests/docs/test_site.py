@@ -6,7 +6,9 @@ run by `make test`)."""
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +77,40 @@ def test_the_tutorial_prints_what_it_says(page: str, tmp_path: Path) -> None:
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == output
+
+
+def test_the_host_tutorial_keeps_the_window_it_passes(tmp_path: Path) -> None:
+    """Its program passes the window the model saw, so the tutorial's own
+    ``stm memory view`` shows the conversation, not only the newest line."""
+    page = TUTORIALS / "host-in-5-minutes.md"
+    program, _ = program_and_output(page)
+    (tmp_path / "tutorial.py").write_text(program, encoding="utf-8")
+    subprocess.run([sys.executable, "tutorial.py"], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=120)
+    (command,) = [line for line in page.read_text(encoding="utf-8").splitlines()
+                  if line.startswith("stm ") and " memory view " in line]
+    stm = Path(sys.executable).with_name("stm")
+    done = subprocess.run([str(stm), "--json", *shlex.split(command)[1:]], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=True)
+    lines = [(m["speaker_name"], m["content"]) for m in json.loads(done.stdout)["messages"]]
+    assert lines == [("Alice", "Shall we paint the sky teal?"), ("Tomori", "Teal it is!"),
+                     ("Alice", "And the sun?"), ("Tomori", "Sounds lovely!")]
+
+
+def test_the_docs_call_the_recording_function_record_turn() -> None:
+    """One name in what a newcomer reads first (``record_window`` is its alias)."""
+    for path in [ROOT / "README.md", *TUTORIALS.glob("*.md"), ROOT / "examples" / "host-bots"
+                 / "README.md", ROOT / "examples" / "host-bots" / "host_loop.py"]:
+        assert "record_window" not in path.read_text(encoding="utf-8"), path
+
+
+def test_the_site_shows_every_example_bot_source() -> None:
+    """The tutorials' "example bots" lead to a page with their sources, each
+    file included from examples/host-bots/ (the strict build fails on a
+    missing one)."""
+    page = (DOCS / "examples.md").read_text(encoding="utf-8")
+    included = set(re.findall(r'^--8<-- "examples/host-bots/([^"]+)"$', page, re.MULTILINE))
+    sources = {p.name for p in (ROOT / "examples" / "host-bots").glob("*.py")}
+    assert included == sources
+    tutorial = (TUTORIALS / "host-in-5-minutes.md").read_text(encoding="utf-8")
+    assert "](../examples.md)" in tutorial

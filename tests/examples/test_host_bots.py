@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -136,3 +137,36 @@ async def test_no_tool_means_no_tools_key(stm: Stm) -> None:
                              SAMPLE_LINES[:2], provider="novelai", tool_format="openai")
     assert [r.tool_offered for r in reports] == [False, False]
     assert len(requests) == 2 and all("tools" not in body for body in requests)
+
+
+KEY_VARIABLES = {"openai_bot.py": "OPENAI_API_KEY", "openai_responses_bot.py": "OPENAI_API_KEY",
+                 "anthropic_bot.py": "ANTHROPIC_API_KEY", "gemini_bot.py": "GEMINI_API_KEY"}
+
+
+def run_script(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY",
+                        "GOOGLE_API_KEY"}}
+    return subprocess.run([sys.executable, str(BOTS / script), *args], cwd=cwd, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize("bot", BOT_LIST, ids=IDS)
+def test_help_says_how_to_run_it(bot: Bot, tmp_path: Path) -> None:
+    done = run_script(bot.script, "--help", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith(f"usage: {bot.script} [-h] [--offline]")
+    assert KEY_VARIABLES[bot.script] in done.stdout and "--model" in done.stdout
+    assert not (tmp_path / "bot.db").exists()  # --help runs nothing
+
+
+@pytest.mark.parametrize("bot", BOT_LIST, ids=IDS)
+def test_without_a_key_one_line_points_at_offline(bot: Bot, tmp_path: Path) -> None:
+    done = run_script(bot.script, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line == (f"{bot.script}: no API key: set {KEY_VARIABLES[bot.script]}"
+                    f"{' or GOOGLE_API_KEY' if bot.script == 'gemini_bot.py' else ''}, "
+                    "or run with --offline (a scripted model, no key needed)")
+    assert not (tmp_path / "bot.db").exists()
