@@ -283,7 +283,7 @@ class MemoryAdapter:
         return sorted((r for k, r in self._memories.items()
                        if mentions(r.summary, r.categories)
                        or holds(*(m.content for m in r.messages))
-                       or any(mentions(v.summary, v.categories)
+                       or any(mentions(v.summary, v.categories) or holds(v.actor)
                               for v in self._revisions.get(k, ()))),
                       key=lambda r: attrs.astuple(r.key))
 

@@ -103,4 +103,7 @@ class Matcher:
                      if m.author_id != self.terms.user_id and self.names(m.content))
 
     def revisions(self, revisions: Sequence[MemoryRevision]) -> tuple[MemoryRevision, ...]:
-        return tuple(r for r in revisions if self.in_content(r.summary, r.categories))
+        """The revisions whose content names the user, or that the user wrote
+        as an operator (their id is the revision's ``actor``)."""
+        return tuple(r for r in revisions if r.actor == self.terms.user_id
+                     or self.in_content(r.summary, r.categories))

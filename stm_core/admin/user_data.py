@@ -344,7 +344,7 @@ def line_export(m: CrudeMessage) -> dict[str, Any]:
 
 def revision_export(r: MemoryRevision) -> dict[str, Any]:
     return {"rev": r.rev, "summary": r.summary, "categories": dict(r.categories),
-            "author": r.author, "written_at_ms": r.written_at_ms,
+            "author": r.author, "actor": r.actor, "written_at_ms": r.written_at_ms,
             "written_at": iso_time(r.written_at_ms)}
 
 

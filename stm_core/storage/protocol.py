@@ -180,7 +180,8 @@ class UserErasure(Protocol):
 
     async def rows_mentioning(self, terms: Sequence[str]) -> list[MemoryRecord]:
         """Every row (any scope) whose summary, category texts or lines, or
-        any kept revision of it, may hold one of ``terms``, in key order. A
+        any kept revision of it (its texts or its ``actor``), may hold one of
+        ``terms``, in key order. A
         superset: at least every row holding a term as written, all lower
         case, all upper case or capitalised, ignoring the case of ASCII
         letters; the caller decides (:mod:`stm_core.admin.mentions`)."""

@@ -225,8 +225,8 @@ def replace_messages() -> ClauseElement:
 
 
 def rows_mentioning(dialect: str, count: int) -> ClauseElement:
-    """Rows whose summary, categories or lines, or a kept revision's summary
-    or categories, match one of ``count`` patterns (``pattern0``...; from
+    """Rows whose summary, categories or lines, or a kept revision's summary,
+    categories or actor, match one of ``count`` patterns (``pattern0``...; from
     ``codec.mention_patterns``), ignoring case (``ILIKE``; on SQLite
     ``lower()`` of both sides, which folds ASCII letters only)."""
     b = _Binds()
@@ -237,7 +237,8 @@ def rows_mentioning(dialect: str, count: int) -> ClauseElement:
     def matches(*columns: sa.Column[Any]) -> ColumnElement[bool]:
         return sa.or_(*(c.ilike(p, escape="\\") for c in columns for p in patterns))
 
-    in_revisions = sa.exists().where(r.memory_id == m.id, matches(r.summary, r.categories))
+    in_revisions = sa.exists().where(r.memory_id == m.id,
+                                     matches(r.summary, r.categories, r.actor))
     return (sa.select(*MEMORY_COLUMNS)
             .where(sa.or_(matches(m.summary, m.categories, m.messages), in_revisions))
             .order_by(*_key_order(dialect)))

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from stm_core import Actor
 from stm_core.admin.mentions import Matcher, SearchTerms, search_terms
 from stm_core.errors import ValidationError
 from stm_core.models import CrudeMessage, HistoryMessage, PersonaResponse, Turn
@@ -68,6 +69,11 @@ async def converse(stm: Stm) -> None:
     await stm.record_turn(c, [said(BOB, "Bob", "onwards", trigger=True)],
                           [PersonaResponse(content="Onwards!", persona_name="Tomori",
                                            persona_id="p")])
+    # G4: Alice, a moderator there, edited a memory that does not name her:
+    # her id is the revision's actor.
+    await stm.admin.edit_memory(channel_id="c4", server_id="903", persona_id="p",
+                                summary="The quest starts at dawn.",
+                                actor=Actor(user_id=ALICE, can_manage=True))
     # G3, where Alice never spoke: a mention of her id; and a look-alike name.
     m = turn(BOB, G3, "c3", "Bob")
     assert (await stm.apply_tool_call(m, {"summary": "<@4242> owes Bob a song."})).ok
@@ -117,7 +123,7 @@ async def test_nothing_that_names_the_user_survives_in_any_table(
         assert result.searched_for is not None
         assert result.searched_for.names == ("Alice",)
         assert set(preview.memories_cleared) == set(result.memories_cleared)
-        assert {k.server_id for k in result.memories_cleared} == {G, G2, G3}
+        assert {k.server_id for k in result.memories_cleared} == {G, G2, G3, "903"}
         assert result.mention_lines_removed >= 2  # Bob's line, the persona's reply
         assert result.to_dict()["mentions"]["action"] == "cleared"
 
@@ -140,7 +146,9 @@ async def test_export_marks_the_memory_that_names_the_user(stm: Stm) -> None:
     exported = await stm.admin.export_user(ALICE)
     assert exported["searched_for"]["names"] == ["Alice"]
     by_server = {m["key"]["server_id"]: m for m in exported["mentions"]}
-    assert set(by_server) == {G, G2, G3}
+    assert set(by_server) == {G, G2, G3, "903"}
+    [edited] = by_server["903"]["revisions"]
+    assert (edited["actor"], edited["summary"]) == (ALICE, "The quest starts at dawn.")
     g = next(m for m in exported["mentions"] if m["key"] == {
         "scope_kind": "server", "server_id": G, "user_id": "", "channel_id": "c1",
         "persona_id": "p"})

@@ -56,7 +56,7 @@ async def test_export_json_holds_own_rows_whole_and_only_the_users_lines_elsewhe
     assert own == {"key": OWN, "messages": [], "lines_not_exported": 0, "updated_at_ms": now,
                    "updated_at": stamp, "summary": "my own memory", "categories": {},
                    "revisions": [{"rev": 1, "summary": "my own memory", "categories": {},
-                                  "author": "admin", "written_at_ms": now,
+                                  "author": "admin", "actor": None, "written_at_ms": now,
                                   "written_at": stamp}],
                    "parent_channel_id": None, "persona_lineage_id": None,
                    "turns_since_refresh": 0}
