@@ -187,7 +187,10 @@ class HistoryMessage:
     #: user's lines can be found, exported and forgotten; ``None`` when unknown.
     #: An ``int`` id becomes its decimal string, as in a :class:`Turn`.
     author_id: str | None = attrs.field(default=None, converter=_author_id)
-    #: The message that triggered this turn.
+    #: This is the message that triggered the turn. A user line marked so and
+    #: passed without ``author_id`` is stored with the turn's ``user_id`` (not
+    #: on an impersonation turn); stm attributes no other line. At most one
+    #: line of a window may be marked.
     is_trigger: bool = attrs.field(default=False, validator=_flag)
 
 

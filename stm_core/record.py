@@ -128,30 +128,43 @@ def crude_messages(history: Sequence[HistoryMessage], responses: Sequence[Person
     return tuple(newest_first)
 
 
-def with_triggering_author(turn: Turn,
-                           history: Sequence[HistoryMessage]) -> Sequence[HistoryMessage]:
-    """``history`` with the turn's own triggering message attributed to
-    ``turn.user_id`` when the host passed no ``author_id`` for it.
+def with_trigger_author(turn: Turn,
+                        history: Sequence[HistoryMessage]) -> Sequence[HistoryMessage]:
+    """``history`` with the line the host marked as the trigger
+    (``is_trigger``) attributed to ``turn.user_id`` when the host passed no
+    ``author_id`` for it.
 
-    The triggering message is the newest user or persona message of the
-    window; stm takes it as the triggerer's only when it is a user message
-    whose speaker (if named) is the turn's ``triggerer_name``, and never on
+    stm never guesses an author: a display name is not an identity, and the
+    newest line of a window need not be the trigger (another user's message
+    can arrive meanwhile). Only a marked user line is filled in, and never on
     an impersonation turn (the message there is not the impersonated user's).
-    Any other line without an author id is left as it is: a wrong id would
-    hand one user's words to another's export and erasure.
+    An ``author_id`` the host gave is kept as given. Every other line stays as
+    the host passed it. Raises :class:`ValidationError` when more than one
+    line is marked.
     """
-    if turn.user_id is None or turn.is_user_impersonation:
+    index = trigger_index(history)
+    if index is None or turn.user_id is None or turn.is_user_impersonation:
         return history
-    for index in range(len(history) - 1, -1, -1):
-        message = history[index]
-        if message.author_type == "other":
-            continue
-        if (message.author_type != "user" or message.author_id is not None
-                or message.speaker_name not in (None, turn.triggerer_name)):
-            return history
-        return [*history[:index], attrs.evolve(message, author_id=turn.user_id),
-                *history[index + 1:]]
-    return history
+    message = history[index]
+    if message.author_type != "user" or message.author_id is not None:
+        return history
+    return [*history[:index], attrs.evolve(message, author_id=turn.user_id),
+            *history[index + 1:]]
+
+
+def trigger_index(history: Sequence[HistoryMessage]) -> int | None:
+    """The position of the line marked ``is_trigger``, if any; more than one
+    is a :class:`ValidationError`."""
+    found = None
+    for index, message in enumerate(history):
+        if message.is_trigger:
+            if found is not None:
+                raise ValidationError(
+                    f"history lines {found} and {index} are both marked is_trigger; a turn "
+                    "has one triggering message", field="is_trigger",
+                    allowed="is_trigger=True on at most one line of the window")
+            found = index
+    return found
 
 
 _unattributed_warned = False
@@ -197,18 +210,39 @@ def skip_reason(turn: Turn, history: Sequence[HistoryMessage],
     return None
 
 
-def personas(responses: Sequence[PersonaResponse],
-             turn_lineage: str | None = None) -> dict[str | None, str | None]:
+def personas(responses: Sequence[PersonaResponse], turn: Turn) -> dict[str | None, str | None]:
     """Distinct persona ids, in reply order -> the lineage of their first reply.
 
     A reply that names no lineage takes the turn's: a row written without one
-    would be invisible to every reader that has one.
+    would be invisible to every reader that has one. The turn's only reply
+    that names no persona is the turn's persona's: counted under no persona,
+    the nudge would never come for it. Among several replies stm cannot tell
+    whose such a reply is; it is counted under no persona, with a warning
+    (once per process).
     """
+    lone = len(responses) == 1
     found: dict[str | None, str | None] = {}
     for response in responses:
-        found.setdefault(response.persona_id or None,
-                         response.persona_lineage_id or turn_lineage)
+        persona = response.persona_id or (turn.persona_id if lone else None)
+        if persona is None and turn.persona_id is not None:
+            warn_unnamed_persona(turn.persona_id)
+        found.setdefault(persona, response.persona_lineage_id or turn.persona_lineage_id)
     return found
+
+
+_unnamed_persona_warned = False
+
+
+def warn_unnamed_persona(turn_persona: str) -> None:
+    global _unnamed_persona_warned
+    if _unnamed_persona_warned:
+        return
+    _unnamed_persona_warned = True
+    warnings.warn(f"a turn of persona {turn_persona!r} recorded several persona replies, some "
+                  "without persona_id: those are counted under no persona, so their "
+                  "persona's nudge does not count them; pass PersonaResponse(persona_id=...) "
+                  "on every reply (this warning is shown once per process)",
+                  UserWarning, stacklevel=5)
 
 
 async def record_turn(engine: Engine, turn: Turn, history: Sequence[HistoryMessage],
@@ -219,9 +253,10 @@ async def record_turn(engine: Engine, turn: Turn, history: Sequence[HistoryMessa
 
     Raises :class:`StorageError` when the database write fails; content
     problems never raise (empty messages are dropped), except a user line
-    without an author id under ``require_author_ids`` (:class:`ValidationError`,
-    nothing written).
+    without an author id under ``require_author_ids`` and more than one line
+    marked ``is_trigger`` (:class:`ValidationError`, nothing written).
     """
+    history = with_trigger_author(turn, history)  # checks the marks, even on a skipped turn
     reason = skip_reason(turn, history, responses, stop_response=stop_response,
                          privacy_full=privacy_full)
     if reason is not None:
@@ -229,7 +264,7 @@ async def record_turn(engine: Engine, turn: Turn, history: Sequence[HistoryMessa
 
     settings = engine.settings
     now_ms = engine.clock.now_ms()
-    messages = crude_messages(with_triggering_author(turn, history), responses,
+    messages = crude_messages(history, responses,
                               annotations=engine.hooks.annotation_pattern(), now_ms=now_ms,
                               keep=settings.max_messages_per_channel,
                               max_length=settings.max_stored_line_length)
@@ -244,7 +279,7 @@ async def record_turn(engine: Engine, turn: Turn, history: Sequence[HistoryMessa
     writes: list[CaptureWrite] = []
     live_rows: dict[str, int] = {}  # persona id ("" for none) -> index of its live write
     server_id, user_id, channel_id = turn.server_id, turn.user_id, turn.channel_id
-    for persona_id, lineage in personas(responses, turn.persona_lineage_id).items():
+    for persona_id, lineage in personas(responses, turn).items():
         live_rows[persona_id or ""] = len(writes)
         if server_id is None:
             assert user_id is not None  # checked by skip_reason

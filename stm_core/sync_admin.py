@@ -153,13 +153,16 @@ class SyncAdmin:
         self,
         user_id: str,
         *,
+        names: Iterable[str] = (),
         actor: Actor | None = None,
     ) -> dict[str, Any]:
         """Blocking ``Admin.export_user``: Every stored thing about the user as a JSON-able
-        dict: their rows, their lines in other rows, their preferences."""
+        dict: their rows, their lines in other rows, the memory that names them (``names``:
+        display names to search for besides those on their lines), their preferences."""
         session = self._session
         return session.run(session.store.admin.export_user(
             user_id,
+            names=names,
             actor=actor,
         ))
 
@@ -168,15 +171,19 @@ class SyncAdmin:
         user_id: str,
         *,
         dry_run: bool = False,
+        names: Iterable[str] = (),
         actor: Actor | None = None,
     ) -> user_data.ForgetResult:
-        """Blocking ``Admin.forget_user``: Remove everything stored of the user, everywhere:
-        their own rows, their lines in shared rows and other users' copies, their opt-in.
-        ``dry_run`` reports what would go and changes nothing."""
+        """Blocking ``Admin.forget_user``: Remove the user's data everywhere: their own rows,
+        their lines in shared rows and other users' copies, the lines and memories that name
+        them (cleared with their revision history), their opt-in. ``names``: display names
+        of the user to search for besides those on their stored lines. ``dry_run`` reports
+        what would go and changes nothing."""
         session = self._session
         return session.run(session.store.admin.forget_user(
             user_id,
             dry_run=dry_run,
+            names=names,
             actor=actor,
         ))
 

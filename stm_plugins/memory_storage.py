@@ -251,16 +251,45 @@ class MemoryAdapter:
 
     async def replace_messages(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
                                expected_rev: int) -> MemoryRecord | None:
+        return await self._rewrite(key, messages, expected_rev, clear=False)
+
+    async def _rewrite(self, key: MemoryKey, messages: Sequence[CrudeMessage],
+                       expected_rev: int, *, clear: bool) -> MemoryRecord | None:
+        """New lines for a row not written since ``expected_rev``; with
+        ``clear`` its summary, categories and revisions go too."""
         async with self._lock:
             old = self._memories.get(key)
             if old is None or old.rev != expected_rev:
                 return None
             new = attrs.evolve(old, messages=tuple(messages), rev=old.rev + 1)
+            if clear:
+                new = attrs.evolve(new, summary=None, categories={})
+                self._revisions.pop(key, None)
             self._memories[key] = new
             return new
 
     async def delete_user_prefs(self, user_id: str) -> bool:
         return self._prefs.pop(user_id, None) is not None
+
+    async def rows_mentioning(self, terms: Sequence[str]) -> list[MemoryRecord]:
+        folded = [t.casefold() for t in terms if t]
+
+        def holds(*texts: str | None) -> bool:
+            return any(f in t.casefold() for t in texts if t for f in folded)
+
+        def mentions(summary: str | None, categories: Mapping[str, str]) -> bool:
+            return holds(summary, *categories.values())
+
+        return sorted((r for k, r in self._memories.items()
+                       if mentions(r.summary, r.categories)
+                       or holds(*(m.content for m in r.messages))
+                       or any(mentions(v.summary, v.categories) or holds(v.actor)
+                              for v in self._revisions.get(k, ()))),
+                      key=lambda r: attrs.astuple(r.key))
+
+    async def clear_content(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                            expected_rev: int) -> MemoryRecord | None:
+        return await self._rewrite(key, messages, expected_rev, clear=True)
 
     async def server_ids(self) -> list[str]:
         found = {k.server_id for k in self._memories if k.scope_kind == "server"}

@@ -612,22 +612,29 @@ class Admin:
 
     # -- privacy requests -------------------------------------------------------------------
     async def forget_user(self, user_id: str, *, dry_run: bool = False,
+                          names: Iterable[str] = (),
                           actor: Actor | None = None) -> user_data.ForgetResult:
-        """Remove everything stored of the user, everywhere: their own rows,
-        their lines in shared rows and other users' copies, their opt-in.
-        ``dry_run`` reports what would go and changes nothing."""
+        """Remove the user's data everywhere: their own rows, their lines in
+        shared rows and other users' copies, the lines and memories that name
+        them (cleared with their revision history), their opt-in.
+        ``names``: display names of the user to search for besides those on
+        their stored lines. ``dry_run`` reports what would go and changes nothing."""
         self._check(actor, "forget_user", writes=not dry_run, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         _check_bool(dry_run, "dry_run")
-        return await user_data.forget_user(self._engine, user_id, dry_run=dry_run)
+        return await user_data.forget_user(self._engine, user_id, dry_run=dry_run,
+                                           names=user_data.check_names(names))
 
-    async def export_user(self, user_id: str, *,
+    async def export_user(self, user_id: str, *, names: Iterable[str] = (),
                           actor: Actor | None = None) -> dict[str, Any]:
         """Every stored thing about the user as a JSON-able dict: their rows,
-        their lines in other rows, their preferences."""
+        their lines in other rows, the memory that names them (``names``:
+        display names to search for besides those on their lines), their
+        preferences."""
         self._check(actor, "export_user", writes=False, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
-        return await user_data.export_user(self._engine, user_id)
+        return await user_data.export_user(self._engine, user_id,
+                                           names=user_data.check_names(names))
 
     # -- export / import ----------------------------------------------------------------
     async def export_config(self, server_id: str, *,

@@ -75,40 +75,79 @@ def clear(state: CliState, user_id: str, yes: bool) -> None:
     show_cleared(state, cleared, f"user {user_id}")
 
 
+def names_option(command: Any) -> Any:
+    return click.option(
+        "--name", "names", multiple=True, metavar="NAME",
+        help="A display name of the user to search for besides those on their stored "
+             "lines (repeat for more).")(command)
+
+
 @user.command("forget")
 @click.argument("user_id")
+@names_option
 @dry_run_option
 @yes_option
 @json_option
 @pass_state
-def forget(state: CliState, user_id: str, dry_run: bool, yes: bool) -> None:
-    """Remove everything stored of a user, everywhere (an erasure request).
+def forget(state: CliState, user_id: str, names: tuple[str, ...], dry_run: bool,
+           yes: bool) -> None:
+    """Remove a user's memories, their lines and what names them (an erasure request).
 
-    Their own rows in every server and DM, their lines in shared channel
-    memories and in other users' copies, their cross-server opt-in. Lines
-    stored without an author id cannot be attributed: the result counts those
-    in the user's channels ('unchecked_lines'; see docs/privacy.md).
+    \b
+    Removed, in every server and DM:
+      - their own memory rows, with those rows' kept revisions;
+      - their lines in shared channel memories and in other users' copies;
+      - every other line (other people's, the bot's) whose text names them;
+      - every summary and category memory that names them, now or in a kept
+        revision: cleared, with that memory's whole revision history;
+      - their cross-server opt-in.
+    Searched for: the display names on their stored lines and those given
+    with --name, their id, <@id> and <@!id> (shown in the result), as whole
+    words, ignoring case.
+
+    \b
+    Not removed: lines stored without an author id (counted, see
+    'unchecked_lines'), memory that names them only in other words (a
+    nickname, a pronoun), the servers' settings and categories, and the
+    host's own history (docs/privacy.md).
 
     \b
     Examples:
       stm user forget 42 --dry-run
       stm user forget 42 --yes
+      stm user forget 42 --name Alice --name Ali --yes
     """
     if dry_run:
         state.read_only = True
     else:
-        confirm(f"remove everything stored of user {user_id}, everywhere", yes=yes)
-    result = with_admin(state, lambda admin: admin.forget_user(user_id, dry_run=dry_run))
+        confirm(f"remove user {user_id}'s own memories, their lines and preferences, and "
+                "clear every memory and revision that names them, everywhere", yes=yes)
+    result = with_admin(state, lambda admin: admin.forget_user(user_id, dry_run=dry_run,
+                                                               names=list(names)))
     verb = "Would remove" if dry_run else "Removed"
+    clear = "Would clear" if dry_run else "Cleared"
     data = result.to_dict()
 
     def human(out: Screen) -> None:
         plain(out, f"{verb} user {user_id}'s {len(result.rows_removed)} own memory rows and "
-                   f"{result.lines_removed} lines in {len(result.rows_changed)} other rows; "
+                   f"{result.lines_removed} lines in other rows; "
                    f"stored preferences: {'yes' if result.preferences_removed else 'none'}.")
+        plain(out, f"{clear} {len(result.memories_cleared)} memories that name them "
+                   "(summary, categories and revision history) and removed "
+                   f"{result.mention_lines_removed} other lines that name them; "
+                   f"searched for {searched_sentence(data['mentions']['searched_for'])}.")
         plain(out, unchecked_sentence(result.unchecked_lines, data["unchecked_rows"]))
 
     emit(state, data, human)
+
+
+def searched_sentence(searched: Mapping[str, Sequence[str]]) -> str:
+    """The terms a privacy request looked for, and the names it could not."""
+    said = ", ".join([*searched["names"], *searched["ids"]])
+    if searched["names_not_searched"]:
+        said += (" (not searched, too short or the default name: "
+                 f"{', '.join(searched['names_not_searched'])})")
+    return said
 
 
 def unchecked_sentence(lines: int, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -123,22 +162,26 @@ def unchecked_sentence(lines: int, rows: Sequence[Mapping[str, Any]]) -> str:
 
 @user.command("export")
 @click.argument("user_id")
+@names_option
 @output_option
 @reads_only
 @pass_state
-def export(state: CliState, user_id: str, output: Path | None) -> None:
+def export(state: CliState, user_id: str, names: tuple[str, ...], output: Path | None) -> None:
     """Write every stored thing about a user as JSON (an access request).
 
-    Their own rows (summaries, categories, raw lines), their lines in other
-    rows, and their preferences. 'unchecked_lines' counts the user lines in
-    their channels stored without an author id (not exported: nobody can
-    tell whose they are); a note on stderr says it too.
+    Their own rows (summaries, categories, kept revisions, their lines and
+    the bot's), their lines in other rows, the memory of other rows that
+    names them ('mentions': summaries, category texts, lines and revisions),
+    and their preferences; times as epoch milliseconds and ISO 8601 UTC.
+    'unchecked_lines' counts the user lines in their channels stored without
+    an author id (not exported: nobody can tell whose they are); a note on
+    stderr says it too.
 
     \b
     Examples:
       stm user export 42
       stm user export 42 -o user-42.json
     """
-    exported = with_admin(state, lambda admin: admin.export_user(user_id))
+    exported = with_admin(state, lambda admin: admin.export_user(user_id, names=list(names)))
     write_json(exported, output)
     note(unchecked_sentence(exported["unchecked_lines"], exported["unchecked_rows"]))

@@ -152,8 +152,9 @@ class AtomicServerEdits(Protocol):
 
 @runtime_checkable
 class UserErasure(Protocol):
-    """Optional capability: find one author's lines everywhere, remove them
-    row by row, and drop a user's preferences (privacy requests).
+    """Optional capability: find one author's lines, and the rows that may
+    name a user, everywhere; remove them row by row; drop a user's
+    preferences (privacy requests).
 
     The admin API's ``forget_user`` and ``export_user`` need it; an adapter
     without it keeps working for everything else, and those two calls raise
@@ -175,6 +176,24 @@ class UserErasure(Protocol):
 
     async def delete_user_prefs(self, user_id: str) -> bool:
         """Delete the user's stored preferences; whether there were any."""
+        ...
+
+    async def rows_mentioning(self, terms: Sequence[str]) -> list[MemoryRecord]:
+        """Every row (any scope) whose summary, category texts or lines, or
+        any kept revision of it (its texts or its ``actor``), may hold one of
+        ``terms``, in key order. A
+        superset: at least every row holding a term as written, all lower
+        case, all upper case or capitalised, ignoring the case of ASCII
+        letters; the caller decides (:mod:`stm_core.admin.mentions`)."""
+        ...
+
+    async def clear_content(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                            expected_rev: int) -> MemoryRecord | None:
+        """Set the row's stored lines, clear its summary and categories and
+        delete its kept revisions, only if its ``rev`` is still
+        ``expected_rev`` (one transaction). Returns the committed row (``rev``
+        raised, ``updated_at_ms`` kept), or ``None`` when the row changed or
+        is gone."""
         ...
 
 

@@ -760,6 +760,48 @@ class UserErasureConformance:
         assert done is not None
         assert attrs.evolve(done, messages=row.messages, rev=row.rev) == row
 
+    async def _revised(self, adapter: Any, key: MemoryKey, summary: str,
+                       **categories: str) -> MemoryRecord:
+        (record,) = await adapter.write_memory([MemoryWrite(
+            key=key, now_ms=NOW, set_summary=True, summary=summary,
+            set_categories=bool(categories), categories=categories,
+            revision=RevisionNote(author="model", keep=5))])
+        return record  # type: ignore[no-any-return]
+
+    async def test_rows_mentioning_finds_texts_lines_and_revisions(self, adapter: Any) -> None:
+        await self._revised(adapter, server_key("c1"), "ALICE wants a teal sky")
+        await self._revised(adapter, server_key("c2"), "nothing", people='she is "Alice"')
+        await self._put(adapter, server_key("c3"), authored((OTHER_USER, "hi alice")))
+        await self._revised(adapter, server_key("c4"), "Alice paints")
+        await self._revised(adapter, server_key("c4"), "a mural")  # only a revision names her
+        await self._put(adapter, user_key("dm", guild=None), authored((USER, "ping <@42>")))
+        await self._revised(adapter, server_key("c5"), "nobody here")
+        await self._put(adapter, server_key("c6"), authored(("Alice", "speaker only")))
+        found = [r.key for r in await adapter.rows_mentioning(["Alice", "<@42>"])]
+        assert set(found) >= {server_key("c1"), server_key("c2"), server_key("c3"),
+                              server_key("c4"), user_key("dm", guild=None)}
+        assert server_key("c5") not in found
+        assert found == sorted(found, key=attrs.astuple)
+        assert await adapter.rows_mentioning(["100%", "a_b"]) == []
+
+    async def test_clear_content_clears_the_memory_and_its_history(self, adapter: Any) -> None:
+        await self._put(adapter, server_key(), authored((USER, "a"), (OTHER_USER, "b")))
+        await self._revised(adapter, server_key(), "Alice", goal="teal")
+        row = await self._revised(adapter, server_key(), "Alice again")
+        await self._revised(adapter, server_key("other"), "kept")
+        kept = row.messages[1:]
+        assert await adapter.clear_content(server_key(), kept, expected_rev=row.rev - 1) is None
+        done = await adapter.clear_content(server_key(), kept, expected_rev=row.rev)
+        assert done is not None
+        assert (done.messages, done.summary, dict(done.categories), done.rev) == (
+            kept, None, {}, row.rev + 1)
+        assert done.updated_at_ms == row.updated_at_ms
+        assert await adapter.get_memory(server_key()) == done
+        if isinstance(adapter, MemoryHistory):
+            assert await adapter.list_revisions(server_key()) == []
+            assert len(await adapter.list_revisions(server_key("other"))) == 1
+        assert await adapter.clear_content(server_key("gone"), (), expected_rev=1) is None
+
     async def test_delete_user_prefs(self, adapter: Any) -> None:
         await adapter.set_user_prefs(USER, crossserver_opt_in=True, now_ms=NOW)
         await adapter.set_user_prefs(OTHER_USER, crossserver_opt_in=True, now_ms=NOW)

@@ -522,14 +522,43 @@ class SqlStorageAdapter(abc.ABC):
 
     async def replace_messages(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
                                expected_rev: int) -> MemoryRecord | None:
+        return await self._rewrite(key, messages, expected_rev, clear=False)
+
+    async def _rewrite(self, key: MemoryKey, messages: Sequence[CrudeMessage],
+                       expected_rev: int, *, clear: bool) -> MemoryRecord | None:
+        """New lines for a row not written since ``expected_rev`` (one
+        transaction); with ``clear`` its summary, categories and revisions go too."""
         clean = codec.clean_messages(tuple(messages))
         text = codec.encode_messages(clean)
-        compiled = self.statement("replace_messages", lambda: self._announce(
-            st.replace_messages(), "k"))
-        (row,) = await self._write([Step(compiled, {**codec.key_params(key), "messages": text,
-                                                    "rev": expected_rev}, Want.ONE)])
+        ident = {**codec.key_params(key), "rev": expected_rev}
+        if clear:
+            update = self.statement("clear_content", lambda: self._announce(
+                st.clear_content(), "k"))
+            history = self.statement("revisions_delete_after_clear",
+                                     st.revisions_delete_after_clear)
+            row, _ = await self._write([Step(update, {**ident, "messages": text}, Want.ONE),
+                                        Step(history, ident, Want.NOTHING)])
+        else:
+            update = self.statement("replace_messages", lambda: self._announce(
+                st.replace_messages(), "k"))
+            (row,) = await self._write([Step(update, {**ident, "messages": text}, Want.ONE)])
         return None if row is None else codec.memory_from_row(row, key=key,
                                                               sent_messages=(text, clean))
+
+    async def rows_mentioning(self, terms: Sequence[str]) -> list[MemoryRecord]:
+        patterns = codec.mention_patterns(terms)
+        if not patterns:
+            return []
+        compiled = self.statement(("rows_mentioning", len(patterns)),
+                                  lambda: st.rows_mentioning(self.dialect_name, len(patterns)))
+        (rows,) = await self._read([Step(compiled, {f"pattern{i}": p
+                                                    for i, p in enumerate(patterns)},
+                                         Want.ALL)])
+        return [codec.memory_from_row(r) for r in rows]
+
+    async def clear_content(self, key: MemoryKey, messages: Sequence[CrudeMessage], *,
+                            expected_rev: int) -> MemoryRecord | None:
+        return await self._rewrite(key, messages, expected_rev, clear=True)
 
     async def delete_user_prefs(self, user_id: str) -> bool:
         compiled = self.statement("prefs_delete", lambda: self._announce(

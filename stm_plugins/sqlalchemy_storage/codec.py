@@ -182,6 +182,34 @@ def author_pattern(author_id: str) -> str:
     return f"%{escaped}%"
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _ascii_lower(text: str) -> str:
+    return text.translate(_ASCII_LOWER)
+
+
+def mention_patterns(terms: Sequence[str]) -> list[str]:
+    """``LIKE`` patterns (escape character ``\\``, matched ignoring case) for
+    text holding one of ``terms``: each as written, all lower case, all upper
+    case and capitalised, plain and as it reads inside stored JSON (category
+    and line texts), without those that hold a shorter one (it finds their
+    rows too)."""
+    needles: set[str] = set()
+    for term in terms:
+        term = clean_text(term.strip())
+        for variant in (term, term.lower(), term.upper(), term.title(), term.casefold()):
+            needles.update((variant, _quote(variant)[1:-1]))
+    needles.discard("")
+    kept: list[str] = []
+    for needle in sorted(needles, key=lambda n: (len(n), n)):
+        # Compared as SQLite compares them: only ASCII letters fold.
+        if not any(_ascii_lower(k) in _ascii_lower(needle) for k in kept):
+            kept.append(needle)
+    return ["%" + n.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            for n in kept]
+
+
 def encode_categories(values: Mapping[str, str]) -> str:
     return _encode({clean_text(k): clean_text(v) for k, v in values.items()}) if values else "{}"
 

@@ -224,6 +224,52 @@ def replace_messages() -> ClauseElement:
             .returning(*MEMORY_COLUMNS))
 
 
+def rows_mentioning(dialect: str, count: int) -> ClauseElement:
+    """Rows whose summary, categories or lines, or a kept revision's summary,
+    categories or actor, match one of ``count`` patterns (``pattern0``...; from
+    ``codec.mention_patterns``), ignoring case (``ILIKE``; on SQLite
+    ``lower()`` of both sides, which folds ASCII letters only)."""
+    b = _Binds()
+    m = memories.c
+    r = memory_revisions.c
+    patterns = [b(f"pattern{i}") for i in range(count)]
+
+    def matches(*columns: sa.Column[Any]) -> ColumnElement[bool]:
+        return sa.or_(*(c.ilike(p, escape="\\") for c in columns for p in patterns))
+
+    in_revisions = sa.exists().where(r.memory_id == m.id,
+                                     matches(r.summary, r.categories, r.actor))
+    return (sa.select(*MEMORY_COLUMNS)
+            .where(sa.or_(matches(m.summary, m.categories, m.messages), in_revisions))
+            .order_by(*_key_order(dialect)))
+
+
+def clear_content() -> ClauseElement:
+    """New lines for one row, its summary and categories cleared, only if
+    nobody wrote it since it was read (``rev``)."""
+    b = _Binds()
+    m = memories.c
+    return (sa.update(memories)
+            .where(*(c == b(c.name, c) for c in KEY_COLUMNS), m.rev == b("rev"))
+            .values(messages=b("messages", m.messages), summary=sa.null(),
+                    categories=_EMPTY_OBJECT, rev=m.rev + _ONE)
+            .returning(*MEMORY_COLUMNS))
+
+
+def revisions_delete_after_clear() -> ClauseElement:
+    """Every kept revision of the row :func:`clear_content` just cleared (its
+    ``rev`` is now ``rev + 1``; in the same transaction, after it, holding
+    the row's lock). Should the update not have applied and another writer
+    left the row at that ``rev``, its revisions go all the same: the row is
+    being cleared, and the caller reads it and tries again."""
+    b = _Binds()
+    m = memories.c
+    r = memory_revisions.c
+    cleared = (sa.select(m.id).where(*(c == b(c.name, c) for c in KEY_COLUMNS),
+                                     m.rev == b("rev") + _ONE).scalar_subquery())
+    return sa.delete(memory_revisions).where(r.memory_id == cleared)
+
+
 def delete_rows(fields: Sequence[str]) -> ClauseElement:
     return sa.delete(memories).where(*_filter(fields)).returning(*KEY_COLUMNS)
 

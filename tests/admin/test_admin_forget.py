@@ -182,8 +182,10 @@ async def test_forget_logs_the_counts_an_operator_audits(
             if r.name == "stm.admin" and "forgotten" in r.getMessage()]
     assert said == [
         f"user {X} forgotten: 2 own rows, 4 lines in 4 other rows, preferences removed; "
+        "0 memories and 0 lines naming them cleared; "
         "0 lines without an author id in 0 rows of their channels not checked",
         f"user {X} forgotten: 0 own rows, 0 lines in 0 other rows, preferences none stored; "
+        "0 memories and 0 lines naming them cleared; "
         "0 lines without an author id in 0 rows of their channels not checked"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from stm_core.admin.user_data import iso_time
 from stm_core.clock import ManualClock
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.testing.conformance import authored
@@ -33,6 +34,10 @@ async def test_forget_result_json(open_stm: OpenStm) -> None:
             assert json.loads(json.dumps(data)) == {
                 "user_id": X, "dry_run": dry_run, "rows_removed": [OWN],
                 "rows_changed": [SHARED], "lines_removed": 1, "preferences_removed": True,
+                "mentions": {"action": "cleared",
+                             "searched_for": {"names": [], "ids": [X, f"<@{X}>", f"<@!{X}>"],
+                                              "names_not_searched": []},
+                             "memories_cleared": [], "lines_removed": 0},
                 "unchecked_lines": 1, "unchecked_rows": [SHARED]}
 
 
@@ -43,15 +48,23 @@ async def test_export_json_holds_own_rows_whole_and_only_the_users_lines_elsewhe
         data = await stm.admin.export_user(X)
     now = clock.now_ms()
     assert json.loads(json.dumps(data)) == data
-    assert (data["user_id"], data["exported_at_ms"], data["preferences"]) == (
-        X, now, {"crossserver_opt_in": True})
+    stamp = "2026-01-01T00:00:00.000Z"  # the test clock's start
+    assert iso_time(now) == stamp
+    assert (data["user_id"], data["exported_at_ms"], data["exported_at"],
+            data["preferences"]) == (X, now, stamp, {"crossserver_opt_in": True})
     [own] = data["own_rows"]
-    assert own == {"key": OWN, "messages": [], "updated_at_ms": now,
-                   "summary": "my own memory", "categories": {}, "parent_channel_id": None,
-                   "persona_lineage_id": None, "turns_since_refresh": 0}
+    assert own == {"key": OWN, "messages": [], "lines_not_exported": 0, "updated_at_ms": now,
+                   "updated_at": stamp, "summary": "my own memory", "categories": {},
+                   "revisions": [{"rev": 1, "summary": "my own memory", "categories": {},
+                                  "author": "admin", "actor": None, "written_at_ms": now,
+                                  "written_at": stamp}],
+                   "parent_channel_id": None, "persona_lineage_id": None,
+                   "turns_since_refresh": 0}
     [other] = data["lines_in_other_rows"]
     assert other["key"] == SHARED and other["updated_at_ms"] == now
     assert [(m["author_id"], m["content"]) for m in other["messages"]] == [(X, "x-secret")]
+    assert [m["time"] == iso_time(m["timestamp_ms"]) for m in other["messages"]] == [True]
     # The line without an author is counted, not exported: it may be anyone's.
     assert (data["unchecked_lines"], data["unchecked_rows"]) == (1, [SHARED])
-    assert set(other) == {"key", "messages", "updated_at_ms"}  # nothing else of a shared row
+    assert set(other) == {"key", "messages", "updated_at_ms", "updated_at"}  # nothing else
+    assert data["mentions"] == []

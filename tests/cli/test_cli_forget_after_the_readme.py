@@ -119,16 +119,18 @@ async def test_forget_and_export_count_the_lines_they_could_not_check(
                  HistoryMessage(author_type="user", content="me", speaker_name="Bob")],
                 [PersonaResponse(content="ok", persona_name="Tomori", persona_id="1")])
 
+    # Both of Bob's lines, in the server row and in Bob's copy: stm guesses no
+    # author, not even Bob's for the line by his display name.
     exported = ok(stm_raw("--db", db_url, "user", "export", "42"))
-    assert exported.json()["unchecked_lines"] == 2  # the server row and Bob's copy
-    assert "2 user lines in 2 rows of their channels (1001) carry no author id" in (
+    assert exported.json()["unchecked_lines"] == 4
+    assert "4 user lines in 2 rows of their channels (1001) carry no author id" in (
         exported.stderr)
 
     preview = ok(stm_raw("--db", db_url, "--json", "user", "forget", "42", "--dry-run")).json()
-    assert preview["unchecked_lines"] == 2
+    assert preview["unchecked_lines"] == 4
     assert sorted(r["scope_kind"] for r in preview["unchecked_rows"]) == ["server", "user"]
     done = ok(stm_raw("--db", db_url, "user", "forget", "42", "--yes"))
-    assert "2 user lines in 2 rows of their channels (1001) carry no author id and could " \
+    assert "4 user lines in 2 rows of their channels (1001) carry no author id and could " \
         "not be checked; 'stm memory clear-channel CHANNEL --yes' removes them" in " ".join(
             done.stdout.split())
 

@@ -70,10 +70,10 @@ async def handle_message(stm: Any, dialogue: list[dict[str, Any]], *, user_id: s
 
     # 5. After replying: keep the channel's last lines and count the turn. The
     #    author id of each user line is what lets a user's lines be exported
-    #    and forgotten later.
+    #    and forgotten later; the user's new message is marked as the trigger.
     history = [HistoryMessage(author_type="user" if m["role"] == "user" else "persona",
                               content=m["content"], speaker_name=m.get("name"),
-                              author_id=m.get("author_id"))
+                              author_id=m.get("author_id"), is_trigger=m is dialogue[-1])
                for m in dialogue]
     await stm.record_turn(turn, history, [PersonaResponse(
         content=reply["content"], persona_name="Tomori", persona_id="1",

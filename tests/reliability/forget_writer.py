@@ -6,8 +6,10 @@ words), waits for a line on stdin, then records ``TURNS`` turns of its own
 users (``w-TAG-*``) in random channels ``c0..c{CHANNELS-1}`` of server ``G``
 (every line carries its author id; none is by the forgotten user), then
 reports every window it wrote, per channel. With ``IDS`` ``trigger``, the
-newest line (the triggering message) carries none, as from a host that does
-not pass them: stm attributes it to the turn's user.
+newest line (the triggering message, marked ``is_trigger``) carries none, as
+from a host that does not pass them: stm attributes it to the turn's user. With ``IDS`` ``tool``,
+every fourth turn also writes the channel's summary through the tool (a new
+revision naming nobody).
 After that it answers ``check`` on stdin: it builds a turn's context in every
 channel from its (warm, listening) cache and reports whether any text holds a
 word of the forgotten user.
@@ -26,7 +28,8 @@ from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.store import open_store
 
 SERVER = "G"
-FORGOTTEN_WORD = "x-secret"
+#: The forgotten user's words, and their name in the model's summaries.
+FORGOTTEN_WORDS = ("x-secret", "Xena")
 
 
 def say(**fields: Any) -> None:
@@ -46,12 +49,16 @@ async def main(url: str, tag: str, turns: int, channels: int, ids: str) -> None:
             user = f"w-{tag}-{i % 3}"
             history = [HistoryMessage(author_type="user", content=f"{tag}-{i}-{n}",
                                       author_id=None if ids == "trigger" and n == 1 else user,
-                                      speaker_name=user) for n in range(2)]
+                                      speaker_name=user, is_trigger=n == 1)
+                       for n in range(2)]
+            turn = Turn(user_id=user, channel_id=channel, server_id=SERVER, persona_id="p",
+                        triggerer_name=user, provider="openai")
+            if ids == "tool" and i % 4 == 0:  # the model rewrites the summary too
+                result = await stm.apply_tool_call(turn, {"summary": f"{tag}-{i} notes"})
+                assert result.ok, result
             await stm.record_turn(
-                Turn(user_id=user, channel_id=channel, server_id=SERVER, persona_id="p",
-                     triggerer_name=user),
-                history, [PersonaResponse(content=f"re {tag}-{i}", persona_name="Bot",
-                                          persona_id="p")])
+                turn, history, [PersonaResponse(content=f"re {tag}-{i}", persona_name="Bot",
+                                                persona_id="p")])
             windows.setdefault(channel, []).append([m.content for m in history]
                                                    + [f"re {tag}-{i}"])
         say(event="done", windows=windows)
@@ -62,12 +69,13 @@ async def main(url: str, tag: str, turns: int, channels: int, ids: str) -> None:
 
 
 async def shows_forgotten(stm: Any, channels: int) -> bool:
-    """Whether a build in any channel shows a word of the forgotten user."""
+    """Whether a build in any channel shows a word or the name of the forgotten user."""
     found = False
     for c in range(channels):
         ctx = await stm.build_context(Turn(user_id="reader", channel_id=f"c{c}",
                                            server_id=SERVER, persona_id="p", has_tools=False))
-        found = found or any(FORGOTTEN_WORD in item.text for item in ctx.memory_items)
+        found = found or any(word in item.text for item in ctx.memory_items
+                             for word in FORGOTTEN_WORDS)
     return found
 
 
