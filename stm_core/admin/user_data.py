@@ -71,14 +71,6 @@ class ForgetResult:
                 "unchecked_rows": [key_to_dict(k) for k in self.unchecked_rows]}
 
 
-def erasure_of(engine: Engine) -> UserErasure:
-    adapter = engine.adapter
-    if not isinstance(adapter, UserErasure):
-        raise StorageError(f"the {adapter.name} storage adapter cannot find or remove a "
-                           "user's lines (it does not implement UserErasure)")
-    return adapter
-
-
 def is_own(key: MemoryKey, user_id: str) -> bool:
     return key.scope_kind == "user" and key.user_id == user_id
 
@@ -106,7 +98,7 @@ async def unchecked_lines(engine: Engine, user_id: str, keys: Iterable[MemoryKey
     lines = 0
     for server_id, channel_id in sorted({(k.server_id, k.channel_id) for k in keys
                                          if k.server_id is not None}):
-        for record in await engine.adapter.list_memories(
+        for record in await engine.list_memories(
                 MemoryFilter(server_id=server_id, channel_id=channel_id)):
             count = sum(map(is_unattributed, record.messages))
             if count and not is_own(record.key, user_id):
@@ -116,12 +108,12 @@ async def unchecked_lines(engine: Engine, user_id: str, keys: Iterable[MemoryKey
 
 
 async def forget_user(engine: Engine, user_id: str, *, dry_run: bool) -> ForgetResult:
-    erasure = erasure_of(engine)
+    erasure = engine.storage.erasure()
     if dry_run:
-        own = await engine.adapter.list_memories(own_filter(user_id))
+        own = await engine.list_memories(own_filter(user_id))
         shared = [r for r in await erasure.rows_with_author(user_id)
                   if not is_own(r.key, user_id)]
-        prefs = await engine.adapter.load_user_prefs(user_id)
+        prefs = await engine.read_prefs(user_id)
         unchecked, unchecked_count = await unchecked_lines(
             engine, user_id, [r.key for r in (*own, *shared)])
         return ForgetResult(
@@ -188,7 +180,7 @@ async def _strip_row(engine: Engine, erasure: UserErasure, record: MemoryRecord 
             erasure.replace_messages, record.key, kept, expected_rev=record.rev))
         if done is not None:
             return len(record.messages) - len(kept)
-        record = await engine.adapter.get_memory(record.key)  # written meanwhile: again
+        record = await engine.read_memory(record.key)  # written meanwhile: again
     return 0
 
 
@@ -207,10 +199,10 @@ def record_to_dict(record: MemoryRecord, *, only_author: str | None = None) -> d
 
 async def export_user(engine: Engine, user_id: str) -> dict[str, Any]:
     """Every stored thing about the user, as JSON-able data."""
-    erasure = erasure_of(engine)
-    own = await engine.adapter.list_memories(own_filter(user_id))
+    erasure = engine.storage.erasure()
+    own = await engine.list_memories(own_filter(user_id))
     shared = [r for r in await erasure.rows_with_author(user_id) if not is_own(r.key, user_id)]
-    prefs = await engine.adapter.load_user_prefs(user_id)
+    prefs = await engine.read_prefs(user_id)
     unchecked, unchecked_count = await unchecked_lines(
         engine, user_id, [r.key for r in (*own, *shared)])
     return {
