@@ -77,25 +77,25 @@ class CompleteStorage:
 
     def history(self) -> MemoryHistory:
         adapter = self._adapter()
-        if not isinstance(adapter, MemoryHistory):
-            raise ConfigurationError(f"the {_name(adapter)} storage adapter keeps no memory "
-                                     "history (it lacks the optional MemoryHistory capability)")
-        return adapter
+        if isinstance(adapter, MemoryHistory):
+            return adapter
+        raise ConfigurationError(_lacks(adapter, "keeps no memory history (it lacks the "
+                                                 "optional MemoryHistory capability)"))
 
     def erasure(self) -> UserErasure:
         adapter = self._adapter()
-        if not isinstance(adapter, UserErasure):
-            raise StorageError(f"the {_name(adapter)} storage adapter cannot find or remove a "
-                               "user's lines (it does not implement UserErasure)")
-        return adapter
+        if isinstance(adapter, UserErasure):
+            return adapter
+        raise StorageError(_lacks(adapter, "cannot find or remove a user's lines (it does "
+                                           "not implement UserErasure)"))
 
     def inventory(self) -> StorageInventory:
         adapter = self._adapter()
-        if not isinstance(adapter, StorageInventory):
-            raise StorageError(f"the {_name(adapter)} storage adapter cannot list servers "
-                               "(it does not implement StorageInventory)")
-        return adapter
+        if isinstance(adapter, StorageInventory):
+            return adapter
+        raise StorageError(_lacks(adapter, "cannot list servers (it does not implement "
+                                           "StorageInventory)"))
 
 
-def _name(adapter: object) -> str:
-    return str(getattr(adapter, "name", type(adapter).__name__))
+def _lacks(adapter: object, what: str) -> str:
+    return f"the {getattr(adapter, 'name', type(adapter).__name__)} storage adapter {what}"
