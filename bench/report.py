@@ -75,8 +75,6 @@ TARGETS = (
            check=lambda v: v <= 1.5),
     Target(key="record_ratio_postgres", text="≤ 1.3", source=_ISSUE,
            check=lambda v: v <= 1.3),
-    Target(key="record_ratio_postgres_no_notice", text="≤ 1.3", source=_MIX,
-           check=lambda v: v <= 1.3),
     Target(key="busy_loop_turn_ratio", text="≤ 1.5", source=_MIX, check=lambda v: v <= 1.5),
     Target(key="build_ratio", text="≤ 1.5", source=_ISSUE, check=lambda v: v <= 1.5),
     Target(key="concurrent_throughput_ratio", text="≥ 0.8", source=_ISSUE,
@@ -332,6 +330,12 @@ def markdown(results: dict[str, Any]) -> str:
     skipped = results.get("record_ratio_postgres_skipped")
     if skipped:
         lines += ["", f"PostgreSQL: skipped ({skipped})."]
+    elif results.get("record_ratio_postgres_no_notice") is not None:
+        lines += ["", "PostgreSQL against the floor without the change notice (reported, "
+                  "not a bar: cross-process invalidation is correctness): "
+                  "`record_ratio_postgres_no_notice` "
+                  f"{_fmt(results['record_ratio_postgres_no_notice'])} (CPU "
+                  f"{_fmt(results.get('record_cpu_ratio_postgres_no_notice'))})."]
     if results.get("peers_unavailable"):
         for peer, reason in results["peers_unavailable"].items():
             lines.append(f"Peer {peer} unavailable: {reason}")

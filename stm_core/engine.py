@@ -19,8 +19,9 @@ take an engine; the host's facade (:class:`stm_core.store.Stm`) sits above it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from stm_core import telemetry
@@ -31,6 +32,7 @@ from stm_core.models import Turn
 from stm_core.plugins import StmPluginManager
 from stm_core.profile import ProfileCache, ServerProfile
 from stm_core.settings import Settings
+from stm_core.storage.complete import CompleteStorage
 from stm_core.storage.protocol import (
     ReportedWrites,
     StorageAdapter,
@@ -39,6 +41,7 @@ from stm_core.storage.protocol import (
 )
 from stm_core.storage.records import (
     CaptureWrite,
+    CategoryRecord,
     MemoryFilter,
     MemoryKey,
     MemoryRecord,
@@ -442,6 +445,45 @@ class Engine:
             cache.forget([key], since)
         else:
             cache.apply([record], since)
+
+    # -- the admin API's storage calls: every capability filled in -------------------
+    @functools.cached_property
+    def storage(self) -> CompleteStorage:
+        """The adapter with every optional capability, its own or the
+        fallback (see :mod:`stm_core.storage.complete`)."""
+        return CompleteStorage(lambda: self.adapter)
+
+    async def list_memories(self, flt: MemoryFilter) -> list[MemoryRecord]:
+        """The stored rows ``flt`` matches (always from the database)."""
+        return await self.adapter.list_memories(flt)
+
+    async def update_settings(self, server_id: str,
+                              changes: Mapping[str, object]) -> ServerSettings:
+        return await self.write_settings(server_id, lambda: self.adapter.update_server_settings(
+            server_id, changes, now_ms=self.clock.now_ms()))
+
+    async def change_private_channels(self, server_id: str, *, add: frozenset[str],
+                                      remove: frozenset[str]) -> ServerSettings:
+        """Add and remove private channels as one step (see ``storage``)."""
+        return await self.write_settings(server_id, lambda: self.storage.change_private_channels(
+            server_id, add=add, remove=remove, now_ms=self.clock.now_ms()))
+
+    async def replace_categories(self, server_id: str, categories: Sequence[CategoryRecord]
+                                 ) -> tuple[ServerSettings, list[MemoryKey]]:
+        """Replace the categories and clear the server's memories."""
+        return await self.write_categories(server_id, lambda: self.adapter.replace_categories(
+            server_id, categories, now_ms=self.clock.now_ms(), clear_server_memories=True))
+
+    async def replace_server_config(self, server_id: str, changes: Mapping[str, object],
+                                    categories: Sequence[CategoryRecord]
+                                    ) -> tuple[ServerSettings, list[MemoryKey]]:
+        """Settings and categories as one step where the adapter can (see ``storage``)."""
+        return await self.write_categories(server_id, lambda: self.storage.replace_server_config(
+            server_id, changes, categories, now_ms=self.clock.now_ms()))
+
+    async def set_opt_in(self, user_id: str, opt_in: bool) -> UserPrefs:
+        return await self.write_prefs(user_id, lambda: self.adapter.set_user_prefs(
+            user_id, crossserver_opt_in=opt_in, now_ms=self.clock.now_ms()))
 
 
 class _Mirror:

@@ -21,21 +21,17 @@ Rules every method keeps:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from stm_core.admin.argument_types import checked_arguments
 from stm_core.admin.ids import check_id, check_ids, check_optional_id
 from stm_core.admin.params import PARAM_NAMES, ServerParams, effective_params, validate_params
-from stm_core.errors import PermissionDenied, StorageError, ValidationError
+from stm_core.errors import PermissionDenied, ValidationError
 from stm_core.lazy_import import lazy_module
 from stm_core.plugin_types import Actor, AdminAction
 from stm_core.profile import DEFAULT_CATEGORY, build_profile, detect_mode
-from stm_core.storage.protocol import AtomicServerEdits, StorageInventory
 from stm_core.storage.records import (
     DM_SERVER,
     CategoryRecord,
@@ -71,8 +67,6 @@ class Admin:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        #: Serialises read-modify-write edits on adapters without AtomicServerEdits.
-        self._edit_lock = asyncio.Lock()
 
     # -- plumbing ----------------------------------------------------------------
     def _check(self, actor: Actor | None, name: str, *, writes: bool, scope: str,
@@ -94,40 +88,17 @@ class Admin:
         return await self._engine.read_settings(server_id)
 
     async def _update(self, server_id: str, changes: Mapping[str, object]) -> ServerSettings:
-        engine = self._engine
-        return await self._settings_written(
-            server_id, sorted(changes), lambda: engine.adapter.update_server_settings(
-                server_id, changes, now_ms=engine.clock.now_ms()))
-
-    async def _settings_written(self, server_id: str, names: Iterable[str],
-                                write: Callable[[], Awaitable[ServerSettings]]
-                                ) -> ServerSettings:
-        """Write settings through the engine (database first, then the cache)."""
-        stored = await self._engine.write_settings(server_id, write)
-        log.info("server %s settings changed: %s", server_id, ", ".join(names))
+        stored = await self._engine.update_settings(server_id, changes)
+        log.info("server %s settings changed: %s", server_id, ", ".join(sorted(changes)))
         return stored
 
     async def _change_private(self, server_id: str, *, add: frozenset[str] = frozenset(),
                               remove: frozenset[str] = frozenset()) -> ServerSettings:
         """Add or remove private channels as one step at the database, so
         concurrent edits (from any process) never lose one another."""
-        adapter = self._engine.adapter
-        if isinstance(adapter, AtomicServerEdits):
-            return await self._settings_written(
-                server_id, ["private_channel_ids"], lambda: adapter.change_private_channels(
-                    server_id, add=add, remove=remove, now_ms=self._engine.clock.now_ms()))
-        async with self._edit_lock:  # see _serialised
-            current = await adapter.load_server_settings(server_id)
-            return await self._update(server_id, {
-                "private_channel_ids": (current.private_channel_ids | add) - remove})
-
-    def _serialised(self) -> AbstractAsyncContextManager[object]:
-        """On an adapter without AtomicServerEdits, edits that read and then
-        write the private-channel list or the categories take the store's lock:
-        atomic within this process only. Nothing to take otherwise."""
-        if isinstance(self._engine.adapter, AtomicServerEdits):
-            return contextlib.nullcontext()
-        return self._edit_lock
+        stored = await self._engine.change_private_channels(server_id, add=add, remove=remove)
+        log.info("server %s settings changed: private_channel_ids", server_id)
+        return stored
 
     def _params(self, stored: ServerSettings) -> ServerParams:
         return effective_params(stored, self._engine.settings,
@@ -277,23 +248,9 @@ class Admin:
 
     async def _replace_categories(self, server_id: str,
                                   records: tuple[CategoryRecord, ...]) -> values.ServerCategories:
-        engine = self._engine
-        stored, removed = await self._categories_written(
-            server_id, len(records), lambda: engine.adapter.replace_categories(
-                server_id, records, now_ms=engine.clock.now_ms(),
-                clear_server_memories=True))
+        stored, removed = await self._engine.replace_categories(server_id, records)
+        _log_categories(server_id, len(records), removed)
         return self._categories(stored, cleared=len(removed))
-
-    async def _categories_written(
-            self, server_id: str, count: int,
-            write: Callable[[], Awaitable[tuple[ServerSettings, list[MemoryKey]]]],
-    ) -> tuple[ServerSettings, list[MemoryKey]]:
-        """Replace the categories (and maybe clear the server's memories)
-        through the engine (database first, then the cache)."""
-        stored, removed = await self._engine.write_categories(server_id, write)
-        log.info("server %s categories replaced (%d); %d server memories cleared",
-                 server_id, count, len(removed))
-        return stored, removed
 
     # -- capability switch ---------------------------------------------------------
     @staticmethod
@@ -338,7 +295,7 @@ class Admin:
         self._check(actor, "set_private_channels", writes=True, scope="server", server_id=server_id)
         check_id(server_id, "server_id")
         ids = check_ids(channel_ids, "channel_ids")
-        async with self._serialised():  # not between another edit's read and write
+        async with self._engine.storage.serialised():  # not inside another edit's read-write
             return self._privacy(await self._update(server_id, {"private_channel_ids": ids}))
 
     async def add_private_channels(self, server_id: str, *,
@@ -381,9 +338,7 @@ class Admin:
         self._check(actor, "set_user_opt_in", writes=True, scope="user", user_id=user_id)
         check_id(user_id, "user_id")
         _check_bool(opt_in, "opt_in")
-        engine = self._engine
-        prefs = await engine.write_prefs(user_id, lambda: engine.adapter.set_user_prefs(
-            user_id, crossserver_opt_in=opt_in, now_ms=engine.clock.now_ms()))
+        prefs = await self._engine.set_opt_in(user_id, opt_in)
         return values.UserOptIn(user_id=user_id, crossserver_opt_in=prefs.crossserver_opt_in)
 
     # -- persona memory in a channel ---------------------------------------------------
@@ -437,7 +392,7 @@ class Admin:
         else:
             raise ValidationError("listing a direct-message channel needs the user id",
                                   field="user_id", allowed="the DM user's id")
-        rows = await self._engine.adapter.list_memories(flt)
+        rows = await self._engine.list_memories(flt)
         found = []
         hint: Literal["summary", "categories", "lines"]
         for row in rows:
@@ -518,8 +473,8 @@ class Admin:
     # -- summary history (undo) ------------------------------------------------------------
     async def _revisions(self, key: MemoryKey) -> tuple[MemoryRecord | None,
                                                         list[MemoryRevision]]:
-        kept = history.history_of(self._engine.adapter)
-        return await self._engine.adapter.get_memory(key), await kept.list_revisions(key)
+        kept = self._engine.storage.history()
+        return await self._engine.read_memory(key), await kept.list_revisions(key)
 
     async def memory_history(self, *, channel_id: str, persona_id: str | None = None,
                              server_id: str | None = None, user_id: str | None = None,
@@ -590,7 +545,7 @@ class Admin:
         self._check(actor, "clear_channel", writes=False, scope="channel",
                     channel_id=channel_id)
         check_id(channel_id, "channel_id")
-        rows = await self._engine.adapter.list_memories(MemoryFilter(channel_id=channel_id))
+        rows = await self._engine.list_memories(MemoryFilter(channel_id=channel_id))
         return values.ClearResult(removed=len(rows), keys=tuple(r.key for r in rows))
 
     async def clear_user(self, user_id: str, *,
@@ -604,11 +559,7 @@ class Admin:
     async def list_servers(self, *, actor: Actor | None = None) -> tuple[str, ...]:
         """Servers with stored settings or shared channel memories, sorted."""
         self._check(actor, "list_servers", writes=False, scope="server")
-        adapter = self._engine.adapter
-        if not isinstance(adapter, StorageInventory):
-            raise StorageError(f"the {adapter.name} storage adapter cannot list servers "
-                               "(it does not implement StorageInventory)")
-        return tuple(await adapter.server_ids())
+        return tuple(await self._engine.storage.inventory().server_ids())
 
     # -- privacy requests -------------------------------------------------------------------
     async def forget_user(self, user_id: str, *, dry_run: bool = False,
@@ -679,25 +630,21 @@ class Admin:
         new_categories = categories.check_categories(
             ((f"categories[{i}]", c.label, c.description) for i, c in enumerate(doc.categories)),
             max_categories=self._engine.settings.max_categories)
-        adapter = self._engine.adapter
+        engine = self._engine
         if dry_run:
             from stm_core.admin.config_preview import preview_import
-            shared = await adapter.list_memories(MemoryFilter(server_id=server_id,
-                                                              scope_kind="server"))
-            return preview_import(await adapter.load_server_settings(server_id), changes,
+            shared = await engine.list_memories(MemoryFilter(server_id=server_id,
+                                                             scope_kind="server"))
+            return preview_import(await engine.read_settings(server_id), changes,
                                   new_categories, server_memory_rows=len(shared))
-        if isinstance(adapter, AtomicServerEdits):
-            await self._categories_written(server_id, len(new_categories),
-                                           lambda: adapter.replace_server_config(
-                                               server_id, changes, new_categories,
-                                               now_ms=self._engine.clock.now_ms()))
-        else:  # an adapter without the capability: two transactions
-            async with self._edit_lock:
-                current = await adapter.load_server_settings(server_id)
-                await self._update(server_id, changes)
-                if new_categories != current.categories:
-                    await self._replace_categories(server_id, new_categories)
+        _, removed = await engine.replace_server_config(server_id, changes, new_categories)
+        _log_categories(server_id, len(new_categories), removed)
         return await self.export_config(server_id)
+
+
+def _log_categories(server_id: str, count: int, removed: list[MemoryKey]) -> None:
+    log.info("server %s categories replaced (%d); %d server memories cleared",
+             server_id, count, len(removed))
 
 
 def _memory_scope(server_id: str | None) -> str:

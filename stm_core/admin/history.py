@@ -17,9 +17,8 @@ from typing import Any
 import attrs
 
 from stm_core.admin.values import MemorySnapshot, key_to_dict
-from stm_core.errors import ConfigurationError, ValidationError
+from stm_core.errors import ValidationError
 from stm_core.settings import Settings
-from stm_core.storage.protocol import MemoryHistory
 from stm_core.storage.records import (
     MemoryKey,
     MemoryRecord,
@@ -37,14 +36,6 @@ def revision_note(settings: Settings, author: RevisionAuthor, *, actor: str | No
         return None
     return RevisionNote(author=author, actor=actor, restored_from=restored_from,
                         keep=settings.memory_history_revisions + 1)
-
-
-def history_of(adapter: object) -> MemoryHistory:
-    if not isinstance(adapter, MemoryHistory):
-        name = getattr(adapter, "name", type(adapter).__name__)
-        raise ConfigurationError(f"the {name} storage adapter keeps no memory history "
-                                 "(it lacks the optional MemoryHistory capability)")
-    return adapter
 
 
 def content_text(summary: str | None, categories: Mapping[str, str]) -> str:

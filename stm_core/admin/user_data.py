@@ -40,7 +40,6 @@ from stm_core.admin.mentions import Matcher, SearchTerms, search_terms, searchab
 from stm_core.admin.values import key_to_dict, line_to_dict
 from stm_core.errors import StorageError, ValidationError
 from stm_core.models import CrudeMessage
-from stm_core.storage.protocol import MemoryHistory, UserErasure
 from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
@@ -123,14 +122,6 @@ class RowErasure:
         return self.clear or len(self.kept) != len(self.record.messages)
 
 
-def erasure_of(engine: Engine) -> UserErasure:
-    adapter = engine.adapter
-    if not isinstance(adapter, UserErasure):
-        raise StorageError(f"the {adapter.name} storage adapter cannot find or remove a "
-                           "user's lines (it does not implement UserErasure)")
-    return adapter
-
-
 def is_own(key: MemoryKey, user_id: str) -> bool:
     return key.scope_kind == "user" and key.user_id == user_id
 
@@ -155,7 +146,7 @@ async def unchecked_lines(engine: Engine, user_id: str, keys: Iterable[MemoryKey
     lines = 0
     for server_id, channel_id in sorted({(k.server_id, k.channel_id) for k in keys
                                          if k.server_id is not None}):
-        for record in await engine.adapter.list_memories(
+        for record in await engine.list_memories(
                 MemoryFilter(server_id=server_id, channel_id=channel_id)):
             count = sum(map(is_unattributed, record.messages))
             if count and not is_own(record.key, user_id):
@@ -165,8 +156,7 @@ async def unchecked_lines(engine: Engine, user_id: str, keys: Iterable[MemoryKey
 
 
 async def revisions_of(engine: Engine, key: MemoryKey) -> list[MemoryRevision]:
-    adapter = engine.adapter
-    return await adapter.list_revisions(key) if isinstance(adapter, MemoryHistory) else []
+    return await engine.storage.kept_revisions(key)
 
 
 def plan_row(record: MemoryRecord, revisions: Sequence[MemoryRevision],
@@ -210,7 +200,7 @@ class Search:
 
     def __init__(self, engine: Engine, user_id: str, names: Sequence[str] = ()) -> None:
         self.engine = engine
-        self.erasure = erasure_of(engine)
+        self.erasure = engine.storage.erasure()
         self.user_id = user_id
         self.names: dict[str, None] = dict.fromkeys(n for n in names if searchable(n))
         self.not_searched: dict[str, None] = dict.fromkeys(
@@ -222,7 +212,7 @@ class Search:
                            names_not_searched=tuple(self.not_searched))
 
     async def own_rows(self) -> list[MemoryRecord]:
-        return await self.engine.adapter.list_memories(own_filter(self.user_id))
+        return await self.engine.list_memories(own_filter(self.user_id))
 
     async def scan(self, own: Sequence[MemoryRecord]) -> list[RowErasure]:
         """Every other row with something to take out: those that only name
@@ -251,7 +241,7 @@ async def forget_user(engine: Engine, user_id: str, *, dry_run: bool,
     if dry_run:
         own = await search.own_rows()
         plans = await search.scan(own)
-        prefs = await engine.adapter.load_user_prefs(user_id)
+        prefs = await engine.read_prefs(user_id)
         unchecked, unchecked_count = await unchecked_lines(
             engine, user_id, [r.key for r in own] + [p.record.key for p in plans])
         return ForgetResult(
@@ -323,7 +313,7 @@ async def _erase_row(engine: Engine, search: Search, plan: RowErasure) -> RowEra
             write, record.key, plan.kept, expected_rev=record.rev))
         if done is not None:
             return plan
-        fresh = await engine.adapter.get_memory(record.key)  # written meanwhile: again
+        fresh = await engine.read_memory(record.key)  # written meanwhile: again
         if fresh is None:
             return None
         plan = plan_row(fresh, await revisions_of(engine, fresh.key), matcher)
@@ -405,7 +395,7 @@ async def export_user(engine: Engine, user_id: str,
         found = mention_export(plan.record, plan.revisions, matcher)
         if found is not None:
             mentions.append(found)
-    prefs = await engine.adapter.load_user_prefs(user_id)
+    prefs = await engine.read_prefs(user_id)
     unchecked, unchecked_count = await unchecked_lines(
         engine, user_id, [r.key for r in own] + [p.record.key for p in plans])
     now = engine.clock.now_ms()

@@ -33,7 +33,6 @@ also carries other processes' writes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
@@ -55,8 +54,7 @@ Announce = Literal["k", "s", "u"]
 #: Payloads at least this long are replaced by ``{"x": 1}`` (PostgreSQL's limit is 8000).
 MAX_PAYLOAD_BYTES = 7900
 _SAFE_LITERAL = re.compile(r"[A-Za-z0-9_]+")
-#: Longest wait for a call on the listening connection to end, and then for
-#: the connection to close, before it is terminated.
+#: Longest wait for the listening connection to close before it is terminated.
 CLOSE_TIMEOUT_S = 2.0
 
 
@@ -127,14 +125,10 @@ class PgSubscription:
     (``listening``), or, where a pooler answers for the server, only answers
     the listener's checks.
 
-    Once :meth:`lend_calls` allowed it, the connection also runs the
-    adapter's one-statement writes that find it free (:meth:`take`,
-    :meth:`returned`): short ones, since a backend running a statement
-    delivers no notice meanwhile. A write's notice then
-    comes back to the backend that sent it, with the write's result: no other
-    backend is woken to deliver it, which a separate listener costs at every
-    write (PostgreSQL signals every listening backend of the database at each
-    notifying commit). Calls and the keep-alive check take turns on it."""
+    It runs nothing else: a backend running a statement delivers no notice
+    meanwhile, and a statement may wait on a lock or run long, so any call on
+    it would hold other processes' notices and its own keep-alive check back
+    past the staleness promise (docs/reliability.md)."""
 
     def __init__(self, conn: Any, heard_checks: dict[str, asyncio.Event], *,
                  listening: bool = True) -> None:
@@ -145,50 +139,6 @@ class PgSubscription:
         #: Whether a self-check notice came back (see :meth:`hears`); ``None``
         #: until checked.
         self.delivers_notices: bool | None = None
-        self._lending = False
-        self._suspended = False
-        # Set while no call or check holds the connection.
-        self._idle = asyncio.Event()
-        self._idle.set()
-        #: Statements run on this connection through :meth:`take`.
-        self.calls = 0
-
-    def lend_calls(self) -> None:
-        """Let :meth:`take` lend the connection: it reaches the database
-        itself and was opened with the statement connections' settings."""
-        self._lending = True
-
-    @property
-    def in_use(self) -> bool:
-        """Whether a call or the keep-alive check holds the connection now."""
-        return not self._idle.is_set()
-
-    def take(self) -> Any:
-        """The connection, now lent to one call; ``None`` when it is not
-        lent out (not allowed, closed, or in use by a call or a check)."""
-        conn = self._conn
-        if (not self._lending or self._suspended or self.in_use or conn is None
-                or conn.is_closed()):
-            return None
-        self._idle.clear()
-        self.calls += 1
-        return conn
-
-    def returned(self, *, answered: bool = True, lost_state: bool = False) -> None:
-        """After a lent call. ``answered=False``: the call ended without the
-        server's answer (a timeout, a cancelled caller, a broken link); the
-        connection is lent again only once a keep-alive check has passed, so
-        the next call does not queue behind a cancellation in progress.
-        ``lost_state``: the driver lost track of the protocol
-        (``InternalClientError``); the connection is closed, which the
-        termination listener reports as a lost subscription."""
-        self._idle.set()
-        if lost_state:
-            self._lending = False
-            if self._conn is not None:
-                self._conn.terminate()
-        elif not answered:
-            self._suspended = True
 
     async def hears(self, send: Callable[[str], Awaitable[None]], origin: str,
                     timeout_s: float) -> bool:
@@ -217,25 +167,10 @@ class PgSubscription:
         return int(self._conn.get_server_pid())
 
     async def check(self, timeout_s: float) -> None:
-        """Raises unless the connection answers within ``timeout_s``. A call
-        running on it now is bounded by its own timeout and fails the same
-        way, so the check then does nothing; a passing check lends the
-        connection again after a call that went unanswered."""
-        if self.in_use:
-            return
-        self._idle.clear()
-        try:
-            await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout_s)
-        finally:
-            self._idle.set()
-        self._suspended = False
+        """Raises unless the connection answers ``SELECT 1`` within ``timeout_s``."""
+        await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout_s)
 
     async def close(self) -> None:
-        """Close the connection, after the call running on it (at most
-        :data:`CLOSE_TIMEOUT_S`)."""
-        self._lending = False
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), CLOSE_TIMEOUT_S)
         conn, self._conn = self._conn, None
         if conn is None or conn.is_closed():
             return

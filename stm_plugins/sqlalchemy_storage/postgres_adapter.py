@@ -14,12 +14,11 @@ changed (``NOTIFY``, in the same statement; see :mod:`.notify`) and
 :meth:`PostgresAdapter.subscribe` listens for the others' announcements.
 Connecting and every statement are bounded by ``db_timeout_seconds``, so a
 database that stops answering fails a call instead of hanging it; the pool
-replaces broken connections by itself once the database is back. The
-listening connection runs the one-statement writes that find it free (when
-it reaches the statements' own target; see :meth:`PostgresAdapter.subscribe`);
-other calls, and writes that find it busy, run on one pooled connection kept
-out between calls, which skips the pool's acquire and release (see
-:mod:`.reserved_connection`).
+replaces broken connections by itself once the database is back. Every
+call (reads, writes, admin deletes, purge batches) runs on the pool: on the
+one pooled connection kept out between calls when it is free, which skips
+the pool's acquire and release (see :mod:`.reserved_connection`). The
+listening connection runs none of them (see :class:`~.notify.PgSubscription`).
 Memory writes report their outcome to the store themselves (see
 :mod:`.reported_writes`), so the store wraps no task of its own around them.
 
@@ -108,7 +107,7 @@ DELIVERY_CHECK_TIMEOUT_S = 2.0
 
 #: Where a joined upsert's row says which of the call's rows it is (its last column).
 _POSITION = operator.itemgetter(-1)
-#: What a call does on a connection it was lent: its steps' results.
+#: What a call does on the connection it runs on: its steps' results.
 _Work = Callable[[Any, Sequence[Step]], Awaitable[list[Any]]]
 
 
@@ -174,8 +173,6 @@ class PostgresAdapter(SqlStorageAdapter):
         self._pool_max = pool_max
         self._pool: Any = None
         self._reserved: ReservedConnection | None = None
-        #: The listening connection, when it may also run calls (see ``subscribe``).
-        self._listening: notify.PgSubscription | None = None
         self._reported = ReportedWriter()
         #: Stamped on this adapter's change notices (see :mod:`.notify`).
         self.instance_id = uuid.uuid4().hex
@@ -211,27 +208,14 @@ class PostgresAdapter(SqlStorageAdapter):
                         on_lost: Callable[[], None]) -> notify.PgSubscription:
         """Listen for other processes' change notices on a connection of its own
         (to ``listen_url`` when set), then check that a notice sent through the
-        statement connections comes back (``delivers_notices``).
-
-        Without ``listen_url``, a connection that hears that notice also runs
-        the one-statement writes that find it free (see
-        :class:`~.notify.PgSubscription`), before the kept pooled one: a lone
-        caller's write then wakes no second backend to hear its own notice."""
+        statement connections comes back (``delivers_notices``)."""
         self._ensure_open()
         where = self.listen_target
-        # Only a connection to the statements' own target may run them: a
-        # listen URL is the operator's way round a pooler, or another route.
-        lends = self.settings.listen_url is None
-
-        # LISTEN and the check query alone need no schema and no statement timeout.
-        runs_statements: dict[str, Any] = (
-            {"server_settings": self._server_settings(), "command_timeout": self._timeout}
-            if lends else {})
 
         async def connect() -> Any:
+            # No search_path: LISTEN and the check query need no schema.
             return await asyncpg.connect(where.dsn, timeout=self._timeout,
-                                         statement_cache_size=where.statement_cache_size,
-                                         **runs_statements)
+                                         statement_cache_size=where.statement_cache_size)
 
         async def send(payload: str) -> None:
             async with self._acquire() as conn:
@@ -247,15 +231,12 @@ class PostgresAdapter(SqlStorageAdapter):
             raise StorageError(f"cannot listen on PostgreSQL {where.label}: "
                                f"{self._why(exc)}") from exc
         try:
-            heard = await subscription.hears(send, self.instance_id,
-                                             min(DELIVERY_CHECK_TIMEOUT_S, self._timeout))
+            await subscription.hears(send, self.instance_id,
+                                     min(DELIVERY_CHECK_TIMEOUT_S, self._timeout))
         except _DRIVER_ERRORS as exc:
             await subscription.close()
             raise StorageError(f"cannot check notice delivery on PostgreSQL "
                                f"{where.label}: {self._why(exc)}") from exc
-        if lends and heard and not self._closed:
-            subscription.lend_calls()
-            self._listening = subscription
         return subscription
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -330,7 +311,6 @@ class PostgresAdapter(SqlStorageAdapter):
 
     async def aclose(self) -> None:
         self._closed = True
-        self._listening = None
         pool, self._pool = self._pool, None
         reserved, self._reserved = self._reserved, None
         if reserved is not None:
@@ -361,30 +341,23 @@ class PostgresAdapter(SqlStorageAdapter):
 
     async def _run_read(self, steps: Sequence[Step]) -> list[Any]:
         try:
-            return await self._lent(_read_steps, steps)
+            return await self._on_connection(_read_steps, steps)
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: read failed: "
                                f"{self._why(exc)}{_pooler_hint(exc)}") from exc
 
     async def _run_write(self, steps: Sequence[Step]) -> list[Any]:
         try:
-            return await self._lent(_write_steps, steps)
+            return await self._on_connection(_write_steps, steps)
         except _DRIVER_ERRORS as exc:
             raise StorageError(f"PostgreSQL {self.target.label}: write failed: "
                                f"{self._why(exc)}{_pooler_hint(exc)}") from exc
 
-    async def _lent(self, work: _Work, steps: Sequence[Step]) -> list[Any]:
-        """``work`` on the listening connection when it is a one-statement
-        write and that connection is free and may run calls, else on the kept
-        connection when that is free, else on a pooled one (kept afterwards
-        if none is). A pooled connection whose call raised goes back to the
-        pool, which resets or replaces it; one whose protocol state the
-        driver lost is closed first."""
-        listening = self._listening
-        if listening is not None and _short_write(work, steps):
-            conn = listening.take()
-            if conn is not None:
-                return await _on_listening(listening, conn, work, steps)
+    async def _on_connection(self, work: _Work, steps: Sequence[Step]) -> list[Any]:
+        """``work`` on the kept connection when it is free, else on a pooled
+        one (kept afterwards if none is). A connection whose call raised goes
+        back to the pool, which resets or replaces it; one whose protocol
+        state the driver lost is closed first."""
         reserved = self._reserved
         conn = None if reserved is None else reserved.take()
         if conn is not None and reserved is not None:
@@ -458,27 +431,6 @@ class PostgresAdapter(SqlStorageAdapter):
             except _DRIVER_ERRORS as exc:  # the rows are gone; others expire them later
                 log.warning("could not announce a janitor purge: %s", exc)
         return deleted
-
-
-def _short_write(work: _Work, steps: Sequence[Step]) -> bool:
-    """Whether a call may run on the listening connection: one statement that
-    writes. While a statement runs, its backend delivers no notice, so a long
-    read or transaction there would hold the other processes' notices back."""
-    return work is _write_steps and len(steps) == 1 and steps[0].want is not Want.MANY
-
-
-async def _on_listening(listening: notify.PgSubscription, conn: Any, work: _Work,
-                        steps: Sequence[Step]) -> list[Any]:
-    """``work`` on the connection ``listening`` lent, given back afterwards."""
-    try:
-        result = await work(conn, steps)
-    except BaseException as exc:
-        # A statement the server refused leaves the connection as it was.
-        listening.returned(answered=isinstance(exc, asyncpg.PostgresError),
-                           lost_state=isinstance(exc, asyncpg.InternalClientError))
-        raise
-    listening.returned()
-    return result
 
 
 async def _finished(rows: Awaitable[list[Any]], finish: Finish) -> list[MemoryRecord]:

@@ -12,8 +12,7 @@ on stdin, answering one JSON line each on stdout:
   ends after marker N;
 * ``{"op": "hammer", ...}``: many concurrent turns on one channel, or one
   after another with ``"sequential": true`` (see :func:`hammer`);
-* ``{"op": "listener"}``: the listening connection's backend pid, stats and
-  the statements it ran for the store (``lent_calls``);
+* ``{"op": "listener"}``: the listening connection's backend pid and stats;
 * ``{"op": "quit"}``.
 """
 
@@ -129,8 +128,7 @@ async def main(url: str) -> None:
                 listener = stm.listener
                 subscription = listener.subscription if listener is not None else None
                 say(event="listener", pid=getattr(subscription, "backend_pid", None),
-                    stats=attrs.asdict(listener.stats) if listener is not None else None,
-                    lent_calls=getattr(subscription, "calls", None))
+                    stats=attrs.asdict(listener.stats) if listener is not None else None)
         for task in tasks:
             task.cancel()
 

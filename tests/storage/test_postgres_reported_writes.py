@@ -62,15 +62,12 @@ async def stored_counter(admin: asyncpg.Connection) -> int | None:
 
 
 async def waiting_for_a_lock(admin: asyncpg.Connection, adapter: Any) -> None:
-    """Until one of ``adapter``'s connections (its pool's, or the listening
-    one, which runs calls too) waits for a lock."""
+    """Until one of ``adapter``'s pooled connections waits for a lock."""
     pool = adapter._pool
     for _ in range(500):
         # asyncpg has no public list of a pool's connections.
         pids = [h._con.get_server_pid() for h in pool._holders
                 if h._con is not None and not h._con.is_closed()]
-        if adapter._listening is not None:
-            pids.append(adapter._listening.backend_pid)
         if await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE "
                                 "wait_event_type = 'Lock' AND pid = ANY($1::int[])", pids):
             return
