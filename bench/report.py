@@ -53,7 +53,8 @@ CPU_KEYS = {"record_ratio_sqlite": "record_cpu_ratio_sqlite",
             "tool_write_ratio_sqlite": "tool_write_cpu_ratio_sqlite",
             "busy_loop_turn_ratio": "busy_loop_turn_cpu_ratio",
             "cold_first_build_sqlite": "cold_first_build_sqlite_cpu_ratio",
-            "cold_first_build_postgres": "cold_first_build_postgres_cpu_ratio"}
+            "cold_first_build_postgres": "cold_first_build_postgres_cpu_ratio",
+            "cold_wake_p99_ratio": "cold_wake_cpu_ratio"}
 
 
 @attrs.frozen(kw_only=True)
@@ -703,7 +704,7 @@ def _cold_build_section(r: dict[str, Any]) -> list[str]:
         out += ["", f"{wake['all_small']['servers']:,} servers get their first turn at once "
                 f"on one fresh SQLite store: first all of {small_rows:,} rows, then with "
                 f"{wake['big_servers']} of them of {big_rows:,} rows. p99 ratio "
-                f"{_fmt(wake['p99_ratio'])}, statements ratio "
+                f"{_fmt(wake['p99_ratio'])} (CPU {_fmt(wake.get('cpu_ratio'))}), statements ratio "
                 f"{_fmt(wake['statements_ratio'])}.", "",
                 "| servers | p50 (ms) | p99 (ms) | all done (ms) | CPU (ms) | statements | "
                 "per server |", "|---|---:|---:|---:|---:|---:|---:|"]

@@ -222,6 +222,7 @@ async def _wake_scenario(cfg: RunConfig) -> dict[str, Any]:
     return {"rows": [small, big], "all_small": all_small, "some_big": some_big,
             "big_servers": len(bigs),
             "p99_ratio": round(some_big["p99_ms"] / all_small["p99_ms"], 3),
+            "cpu_ratio": round(some_big["cpu_ms"] / all_small["cpu_ms"], 3),
             "statements_ratio": round(some_big["statements"] / all_small["statements"], 3)}
 
 
@@ -282,6 +283,7 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
         out["cold_first_build_postgres_skipped"] = "no PostgreSQL URL configured"
     details["wake"] = await _wake_scenario(cfg)
     out["cold_wake_p99_ratio"] = details["wake"]["p99_ratio"]
+    out["cold_wake_cpu_ratio"] = details["wake"]["cpu_ratio"]
     out["cold_first_build"] = details
     out["scenarios"] = scenarios
     return out

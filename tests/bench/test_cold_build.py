@@ -2,8 +2,8 @@
 
 Timings are not asserted (a loaded machine says nothing about them); what
 is: every key and target is reported, the memory of one build was measured
-in a child process, and a restart that wakes servers with big ones among
-them runs no more statements per server than one where all are small.
+in child processes, and a restart that wakes servers with big ones among
+them runs a number of statements that does not grow with their rows.
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ async def test_the_scenario_reports_its_keys(tmp_path: Path) -> None:
         assert details["sqlite"]["rss"][name]["tracemalloc_peak_kb"] > 0
     wake = details["wake"]
     assert wake["all_small"]["servers"] == wake["some_big"]["servers"] == cfg.wake_servers
-    assert wake["some_big"]["statements"] <= wake["all_small"]["statements"]
+    # A server past the view's first read costs two statements more (its
+    # scope's read and its channel's row), whatever its size.
+    assert (wake["some_big"]["statements"]
+            <= wake["all_small"]["statements"] + 2 * cfg.wake_big_servers)
     if cfg.postgres_url:
         assert results["cold_first_build_postgres"] > 0
     metrics = {t["metric"] for t in report.evaluate_targets(results)}
