@@ -8,13 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from stm_core.cache import place
 from stm_core.clock import ManualClock
 from stm_core.engine import COLD_VIEW_ROWS
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.recent import SCOPE_ROWS
 from stm_core.settings import Settings
 from stm_core.storage.protocol import BoundedReads
-from stm_core.storage.records import CaptureWrite, MemoryKey, MemoryRecord, MemoryWrite
+from stm_core.storage.records import (
+    CaptureWrite,
+    MemoryKey,
+    MemoryRecord,
+    MemoryWrite,
+    newest_first_order,
+)
 from stm_core.store import Stm, open_store
 
 from .helpers import NOW
@@ -111,3 +118,18 @@ async def test_a_first_build_in_a_big_server_reads_a_bounded_number_of_rows(
         assert all_rows >= ROWS  # what a cold build read before
         assert bounded == whole, channel
         assert bounded.memory_items, channel  # type: ignore[attr-defined]
+
+
+def test_a_bounded_read_orders_rows_as_every_cached_view_does() -> None:
+    """The view a bounded read fills is the one the whole window would give
+    only if both orders agree, ties included (rows of one time stand by
+    their keys' fields, in code point order)."""
+    rows = [MemoryRecord(key=MemoryKey.server(server, channel, persona), updated_at_ms=at)
+            for server in ("g1", "G1", "g\u00e9")
+            for channel in ("a", "B", "b", "10", "9", "\u00e9", "c_1", "c-1")
+            for persona in (None, "p", "P")
+            for at in (NOW, NOW - 1)]
+    rows += [MemoryRecord(key=MemoryKey.user(user, "a", None, server), updated_at_ms=NOW)
+             for user in ("u", "U") for server in ("g1", None)]
+    assert sorted(rows, key=place) == sorted(rows, key=newest_first_order)
+    assert sorted(rows, key=place) != sorted(rows, key=lambda r: r.updated_at_ms)
