@@ -43,6 +43,11 @@ class RunConfig:
     cache_touch: int
     #: Channels with a row in one server: the small and the large server.
     server_channels: tuple[int, int] = (500, 50_000)
+    #: First builds after a restart, per server; servers woken at once, and
+    #: how many of those are big.
+    cold_samples: int = 30
+    wake_servers: int = 1_000
+    wake_big_servers: int = 20
     workdir: Path
     postgres_url: str | None = None
 
@@ -69,8 +74,8 @@ def make_config(name: str, workdir: Path) -> RunConfig:
                          scale_sizes=(1_000, 10_000, 100_000), scale_turns=100,
                          scale_cold_servers=10, janitor_backlog=20_000,
                          janitor_writer_interval_ms=2.0, janitor_baseline_s=1.0,
-                         cache_bound=100, cache_touch=1000,
-                         workdir=workdir, postgres_url=pg)
+                         cache_bound=100, cache_touch=1000, cold_samples=10,
+                         wake_big_servers=10, workdir=workdir, postgres_url=pg)
     if name == "tiny":
         return RunConfig(name=name, channels=10, rounds=1, turns=10, build_turns=20, warmup=2,
                          pg_rounds=1, concurrent_tasks=10, concurrent_turns=2,
@@ -78,5 +83,6 @@ def make_config(name: str, workdir: Path) -> RunConfig:
                          scale_turns=5, scale_cold_servers=2, janitor_backlog=500,
                          janitor_writer_interval_ms=2.0, janitor_baseline_s=0.2,
                          cache_bound=10, cache_touch=40, server_channels=(50, 2_000),
+                         cold_samples=3, wake_servers=20, wake_big_servers=2,
                          workdir=workdir, postgres_url=pg)
     raise ValueError(f"unknown run size {name!r}; use full, quick or tiny")

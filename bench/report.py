@@ -52,7 +52,10 @@ CPU_KEYS = {"record_ratio_sqlite": "record_cpu_ratio_sqlite",
             "telemetry_build_overhead": "telemetry_build_overhead_cpu",
             "cli_startup_ms": "cli_startup_cpu_ms",
             "tool_write_ratio_sqlite": "tool_write_cpu_ratio_sqlite",
-            "busy_loop_turn_ratio": "busy_loop_turn_cpu_ratio"}
+            "busy_loop_turn_ratio": "busy_loop_turn_cpu_ratio",
+            "cold_first_build_sqlite": "cold_first_build_sqlite_cpu_ratio",
+            "cold_first_build_postgres": "cold_first_build_postgres_cpu_ratio",
+            "cold_wake_p99_ratio": "cold_wake_cpu_ratio"}
 
 
 @attrs.frozen(kw_only=True)
@@ -66,6 +69,7 @@ class Target:
 _ISSUE = "performance issue (strongest floors)"
 _INLINE = "the same bar against the inline floor"
 _MIX = "server mix issue"
+_RESTART = "restart issue"
 TARGETS = (
     Target(key="record_ratio_sqlite", text="≤ 1.3", source=_ISSUE, check=lambda v: v <= 1.3),
     Target(key="turn_ratio_sqlite", text="≤ 1.5", source=_ISSUE, check=lambda v: v <= 1.5),
@@ -88,6 +92,15 @@ TARGETS = (
     Target(key="server_scale_ratio", text="≤ 1.5", source=_ISSUE, check=lambda v: v <= 1.5),
     *(Target(key=f"server_mix_{mix}", text="≤ 2 (p99)", source=_MIX,
              check=lambda v: v <= 2) for mix in SERVER_MIXES),
+    *(Target(key=f"cold_first_build_{backend}", text="≤ 3 (50k ÷ 500 rows)", source=_RESTART,
+             check=lambda v: v <= 3) for backend in ("sqlite", "postgres")),
+    *(Target(key=f"cold_first_build_{backend}_ms", text="≤ 20 ms (p50)", source=_RESTART,
+             check=lambda v: v <= 20) for backend in ("sqlite", "postgres")),
+    *(Target(key=f"cold_first_build_{backend}_rss_kb", text="≤ 16 MB (ru_maxrss growth)",
+             source=_RESTART, check=lambda v: v <= 16 * 1024)
+      for backend in ("sqlite", "postgres")),
+    Target(key="cold_wake_p99_ratio", text="≤ 1.5 (flat: some servers 50k rows ÷ all 500)",
+           source=_RESTART, check=lambda v: v <= 1.5),
     Target(key="telemetry_overhead", text="≤ 1.02 (noise)", source="operators issue",
            check=lambda v: v <= 1.02),
     Target(key="telemetry_build_overhead", text="≤ 1.05", source="operators issue",
@@ -349,6 +362,7 @@ def markdown(results: dict[str, Any]) -> str:
                      f"{_fmt(s['p99_us'])} | {_fmt(s.get('bimodal'))} | {rounds} |")
     lines += _build_section(results) + _growth_section(results) + _scale_section(results)
     lines += _server_scale_section(results) + _server_mix_section(results)
+    lines += _cold_build_section(results)
     lines += _janitor_section(results) + _cache_section(results) + _concurrency_section(results)
     lines += _turn_split_section(results) + _peers_section(results)
     lines += _postgres_peer_section(results)
@@ -685,6 +699,52 @@ def _server_mix_section(r: dict[str, Any]) -> list[str]:
         out.append(f"| {mix} | {_fmt(r.get(f'server_mix_{mix}'))} | "
                    f"{_fmt(view.get('median_ratio'))} | "
                    f"{_fmt(view.get('rows_held_with_scopes'))} |")
+    return out
+
+
+def _cold_build_section(r: dict[str, Any]) -> list[str]:
+    s = r.get("cold_first_build")
+    if not s:
+        return []
+    small, big = s["rows"]
+    out = ["", "## The first build after a restart", "",
+           f"One `build_context` on a freshly opened store, in a server of {big:,} rows "
+           f"against one of {small:,} ({s['samples']} samples each, alternating), after "
+           "the store's very first build (in a server without rows: a new connection's "
+           "costs, whatever the server; its median is in its own column). Peak RSS "
+           "growth: `ru_maxrss` after the build minus before it, in a child process that "
+           "built once in the other server first; Python's own allocations: `tracemalloc` "
+           "peak, in another child.", "",
+           "| backend | big ÷ small (wall) | CPU | big p50 (ms) | small p50 (ms) | "
+           "store's first build (ms) | RSS growth big / small (KB) | "
+           "tracemalloc peak big / small (KB) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for backend in ("sqlite", "postgres"):
+        b = s.get(backend)
+        if not b:
+            continue
+        rss = b["rss"]
+        out.append(f"| {backend} | {_fmt(b['ratio'])} | {_fmt(b['cpu_ratio'])} | "
+                   f"{_fmt(b['big_median_ms'])} | {_fmt(b['small_median_ms'])} | "
+                   f"{_fmt(b.get('store_first_build_ms'))} | "
+                   f"{rss['big']['maxrss_growth_kb']:,} / {rss['small']['maxrss_growth_kb']:,} | "
+                   f"{rss['big']['tracemalloc_peak_kb']:,} / "
+                   f"{rss['small']['tracemalloc_peak_kb']:,} |")
+    wake = s.get("wake")
+    if wake:
+        small_rows, big_rows = wake["rows"]
+        out += ["", f"{wake['all_small']['servers']:,} servers get their first turn at once "
+                f"on one fresh SQLite store: first all of {small_rows:,} rows, then with "
+                f"{wake['big_servers']} of them of {big_rows:,} rows. p99 ratio "
+                f"{_fmt(wake['p99_ratio'])} (CPU {_fmt(wake.get('cpu_ratio'))}), statements ratio "
+                f"{_fmt(wake['statements_ratio'])}.", "",
+                "| servers | p50 (ms) | p99 (ms) | all done (ms) | CPU (ms) | statements | "
+                "per server |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for name in ("all_small", "some_big"):
+            x = wake[name]
+            out.append(f"| {name.replace('_', ' ')} | {_fmt(x['p50_ms'])} | "
+                       f"{_fmt(x['p99_ms'])} | {_fmt(x['all_done_ms'])} | {_fmt(x['cpu_ms'])} | "
+                       f"{x['statements']:,} | {_fmt(x['statements_per_server'])} |")
     return out
 
 

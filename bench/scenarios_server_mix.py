@@ -54,8 +54,8 @@ COLUMNS = ("scope_kind", "server_id", "user_id", "channel_id", "persona_id",
            "created_at_ms")
 SUMMARY = "The party rested at the inn and planned the climb."
 #: Reads a warm build must not make.
-READS = ("load_server_settings", "load_server_memories", "load_user_prefs",
-         "load_user_memories", "get_memory", "list_memories")
+READS = ("load_server_settings", "load_server_memories", "newest_server_memories",
+         "load_user_prefs", "load_user_memories", "get_memory", "list_memories")
 
 
 def _channel(n: int) -> str:

@@ -168,7 +168,11 @@ class MemoryView:
     ``dropped_through`` says up to which place in that order rows may be
     missing (``dropped_through_ms`` up to when; a probe of such a key asks the
     database): every row dropped stands at or below it, every row kept above
-    it, so a tie is never ambiguous. ``absent`` remembers keys probed and not
+    it, so a tie is never ambiguous. A view made from a bounded read (``keep``:
+    the newest rows of its scope only) keeps at most ``keep`` of the rows it
+    is given and marks the rest dropped the same way: below
+    ``dropped_through`` it covers nothing it was not given or written since,
+    above it every row. ``absent`` remembers keys probed and not
     found (bounded too), so a warm turn on a channel without a row makes no
     database call.
 
@@ -178,7 +182,8 @@ class MemoryView:
     hears.
     """
 
-    def __init__(self, records: Iterable[MemoryRecord] = (), *, max_rows: int = 1000) -> None:
+    def __init__(self, records: Iterable[MemoryRecord] = (), *, max_rows: int = 1000,
+                 keep: int | None = None) -> None:
         self.max_rows = max_rows
         # Stable: a key given twice at one time keeps the later row (below).
         ordered = sorted(records, key=place)
@@ -198,7 +203,7 @@ class MemoryView:
         self.made_at = 0
         #: The mark of the newest removal mirrored into this view.
         self.removed_at = 0
-        self._trim()
+        self._trim(max_rows if keep is None else min(keep, max_rows))
 
     @property
     def dropped_through_ms(self) -> int | None:
@@ -330,9 +335,9 @@ class MemoryView:
             place += 1
         del self._times[place], keys[place]
 
-    def _trim(self) -> None:
+    def _trim(self, bound: int | None = None) -> None:
         times, keys = self._times, self._keys
-        excess = len(keys) - self.max_rows
+        excess = len(keys) - (self.max_rows if bound is None else bound)
         if excess <= 0:
             return
         oldest = (times[excess - 1], _tie_order(keys[excess - 1]))
@@ -341,8 +346,13 @@ class MemoryView:
             del self.records[key]
             marks.pop(key, None)
         del times[:excess], keys[:excess]
-        dropped = self.dropped_through
-        self.dropped_through = oldest if dropped is None else max(dropped, oldest)
+        self.lacks_from(oldest)
+
+    def lacks_from(self, dropped: Place) -> None:
+        """Rows at or below ``dropped`` may be missing (dropped for the
+        bound, or left out by the bounded read that filled the view)."""
+        current = self.dropped_through
+        self.dropped_through = dropped if current is None else max(current, dropped)
 
 
 def _each_key_once(ordered: list[MemoryRecord], kept: Mapping[MemoryKey, MemoryRecord]
@@ -420,6 +430,13 @@ class ScopedRows:
         finally:
             self._deleted = None
         self.ready = True
+
+    def lacks_from(self, dropped: Place) -> None:
+        """The bounded read that filled these rows stopped above ``dropped``
+        (the first row it left out): rows of either kind may be missing
+        from there down."""
+        self.summaries.lacks_from(dropped)
+        self.crude.lacks_from(dropped)
 
     def _takes(self, record: MemoryRecord) -> bool:
         lineage, hidden = self.lineage, self.hidden
@@ -576,10 +593,14 @@ class MemoryCache:
         self._mark += 1
         return self._mark
 
-    def new_view(self, rows: Iterable[MemoryRecord]) -> MemoryView:
+    def new_view(self, rows: Iterable[MemoryRecord], *, keep: int | None = None) -> MemoryView:
         """A view of loaded rows, bounded like every other (make it right
-        after the load's read: its rows count as mirrored now)."""
-        view = MemoryView(rows, max_rows=self.max_rows_per_view)
+        after the load's read: its rows count as mirrored now). ``keep``: the
+        read returned only the newest rows of the scope, at most ``keep + 1``;
+        the view holds the newest ``keep`` and knows it may lack every row
+        from the next one down (``dropped_through``), as if its bound had
+        dropped them. Rows written later fill it up to its bound."""
+        view = MemoryView(rows, max_rows=self.max_rows_per_view, keep=keep)
         view.made_at = self.mark()
         view.removed_at = self._removed_at
         return view

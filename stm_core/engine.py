@@ -33,6 +33,7 @@ from stm_core.plugins import StmPluginManager
 from stm_core.profile import ProfileCache, ServerProfile
 from stm_core.settings import Settings
 from stm_core.storage.complete import CompleteStorage
+from stm_core.storage.newest import newest_server_rows
 from stm_core.storage.protocol import (
     ReportedWrites,
     StorageAdapter,
@@ -46,12 +47,19 @@ from stm_core.storage.records import (
     MemoryKey,
     MemoryRecord,
     MemoryWrite,
+    NewestRows,
     ServerSettings,
     UserPrefs,
 )
 
 T = TypeVar("T")
 W = TypeVar("W")
+
+#: Rows a server's view is loaded with, at most: the newest, read by index
+#: (a big server is not read whole). Past them the view knows it may lack
+#: rows; a build then reads the few its persona lineage may show, and a
+#: channel's own row by its key.
+COLD_VIEW_ROWS = 128
 
 
 class Engine:
@@ -182,8 +190,10 @@ class Engine:
             view: MemoryView | None = None
             try:
                 since = self.clock.now_ms() - self.settings.longest_ttl_ms
-                rows = await self.adapter.load_server_memories(server_id, updated_since_ms=since)
-                view = self.cache.new_view(rows)
+                keep = min(COLD_VIEW_ROWS, self.settings.cache_max_rows_per_view)
+                (rows,) = await newest_server_rows(self.adapter, [NewestRows(
+                    server_id=server_id, updated_since_ms=since, limit=keep + 1)])
+                view = self.cache.new_view(rows, keep=keep)
             finally:
                 self.cache.end_load("server", server_id, view)
             if self.cache.epoch == epoch:

@@ -16,6 +16,7 @@ from stm_core.memory_ttl import is_expired
 from stm_core.models import CrudeMessage
 from stm_core.plugin_types import StorageAdapterSpec
 from stm_core.settings import Settings
+from stm_core.storage.newest import newest
 from stm_core.storage.records import (
     CaptureWrite,
     CategoryRecord,
@@ -24,6 +25,7 @@ from stm_core.storage.records import (
     MemoryRecord,
     MemoryRevision,
     MemoryWrite,
+    NewestRows,
     SchemaStatus,
     ServerSettings,
     UserPrefs,
@@ -74,6 +76,11 @@ class MemoryAdapter:
         return [r for r in self._memories.values()
                 if r.key.scope_kind == "server" and r.key.server_id == server_id
                 and r.updated_at_ms >= updated_since_ms]
+
+    async def newest_server_memories(self, reads: Sequence[NewestRows]
+                                     ) -> list[list[MemoryRecord]]:
+        rows = self._memories.values()
+        return [newest(rows, read) for read in reads]
 
     async def load_user_prefs(self, user_id: str) -> UserPrefs:
         return self._prefs.get(user_id) or UserPrefs(user_id=user_id)

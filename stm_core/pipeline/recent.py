@@ -51,7 +51,8 @@ from stm_core.pipeline.visibility import (
 )
 from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hidden_channels
 from stm_core.settings import Settings
-from stm_core.storage.records import MemoryRecord, ServerSettings
+from stm_core.storage.newest import newest_server_rows
+from stm_core.storage.records import MemoryRecord, NewestRows, ServerSettings
 
 if TYPE_CHECKING:
     from stm_core.engine import Engine
@@ -202,8 +203,10 @@ async def scoped_rows(engine: Engine, turn: Turn, loaded: Loaded, server: Memory
     server.add_scope(scoped)
     try:
         with scoped.loading() as deleted:
-            rows = await engine.adapter.load_server_memories(
-                turn.server_id, updated_since_ms=now - env.longest_ttl_ms)
+            read = _scope_read(turn.server_id, scoped, since_ms=now - env.longest_ttl_ms)
+            (rows,) = await newest_server_rows(engine.adapter, [read])
+            if len(rows) == read.limit:  # more stand below: the last row read says where
+                scoped.lacks_from(place(rows.pop()))
             for row in rows:
                 if row.key not in deleted:
                     scoped.apply(row)
@@ -211,6 +214,16 @@ async def scoped_rows(engine: Engine, turn: Turn, loaded: Loaded, server: Memory
         server.drop_scope(scoped)
         raise
     return scoped
+
+
+def _scope_read(server_id: str, scoped: ScopedRows, *, since_ms: int) -> NewestRows:
+    """What fills ``scoped``: the newest rows it takes, as many as it keeps
+    and one more (which tells whether, and from where, it lacks rows)."""
+    lineage, hidden = scoped.scope
+    return NewestRows(server_id=server_id, updated_since_ms=since_ms,
+                      limit=scoped.summaries.max_rows + scoped.crude.max_rows + 1,
+                      lineage=lineage, hidden_channels=hidden,
+                      crude_since_ms=scoped.crude_since_ms)
 
 
 async def _unbounded(engine: Engine, turn: Turn, loaded: Loaded, *, users: bool,

@@ -7,7 +7,8 @@ SQL. A write method given several writes applies them in one transaction.
 
 The core never calls an adapter from ``build_context`` once the cache is
 warm; cold reads are bounded (a server's or a user's rows touched within the
-longest TTL, plus point lookups).
+longest TTL, plus point lookups). An adapter with :class:`BoundedReads` also
+reads a big server's rows a bounded number at a time, newest first.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from stm_core.storage.records import (
     MemoryRecord,
     MemoryRevision,
     MemoryWrite,
+    NewestRows,
     SchemaStatus,
     ServerSettings,
     UserPrefs,
@@ -147,6 +149,29 @@ class AtomicServerEdits(Protocol):
         transaction, and their keys returned, only when the categories stored
         when it runs differ from ``categories`` (position, label, description).
         """
+        ...
+
+
+@runtime_checkable
+class BoundedReads(Protocol):
+    """Optional capability: a server's newest rows, a bounded number, read
+    from an index in order (a keyset read with a limit) rather than its
+    whole load window.
+
+    A store opened after a restart fills a big server's view, and the rows
+    a build of one persona lineage may show, from these. Without it the
+    store reads the whole window with
+    :meth:`StorageAdapter.load_server_memories` and cuts it down
+    (:func:`stm_core.storage.newest.newest_server_rows`), with the same
+    answer and the cost of every row read. The built-in adapters have it.
+    """
+
+    async def newest_server_memories(self, reads: Sequence[NewestRows]
+                                     ) -> list[list[MemoryRecord]]:
+        """The rows of each read, in order, newest first as
+        :class:`~stm_core.storage.records.NewestRows` says; all the reads
+        see one state of the database (one snapshot where the backend has
+        them)."""
         ...
 
 

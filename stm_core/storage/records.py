@@ -11,6 +11,7 @@ from typing import Literal
 
 import attrs
 
+from stm_core.errors import ValidationError
 from stm_core.models import CrudeMessage
 
 
@@ -260,6 +261,58 @@ class MemoryFilter:
 
     def is_empty(self) -> bool:
         return all(v is None for v in attrs.astuple(self))
+
+
+def newest_first_order(record: MemoryRecord) -> tuple[int, str, str, str, str, str]:
+    """Where ``record`` stands in a bounded read (:class:`NewestRows`): by
+    ``updated_at_ms``, then its key's fields compared as text code point by
+    code point (rows ascend by it; a bounded read returns them descending)."""
+    key = record.key
+    return (record.updated_at_ms, key.scope_kind, key.server_id, key.user_id, key.channel_id,
+            key.persona_id)
+
+
+def _limit(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValidationError(f"limit must be a whole number of at least 1, got {value!r}",
+                              field="limit")
+
+
+@attrs.frozen(kw_only=True)
+class NewestRows:
+    """One bounded read of a server's server-scope rows: the newest ``limit``
+    rows updated at or after ``updated_since_ms`` (newest first, in the order
+    of :func:`newest_first_order`), of those that pass every filter given:
+
+    * ``lineage``: only rows of that persona lineage (``None``: any);
+    * ``hidden_channels``: no row of those channels, nor of a thread whose
+      parent channel is one of them;
+    * ``crude_since_ms``: a row without a summary (an empty summary is
+      none) only if it was updated at or after this.
+
+    Rows past ``limit`` are not read: a read of ``n + 1`` rows tells whether
+    there are more than ``n`` and where they begin.
+    """
+
+    server_id: str
+    updated_since_ms: int
+    limit: int = attrs.field(validator=_limit)
+    lineage: str | None = None
+    hidden_channels: frozenset[str] = attrs.field(default=frozenset(),
+                                                  converter=_to_frozenset)
+    crude_since_ms: int | None = None
+
+    def takes(self, record: MemoryRecord) -> bool:
+        """Whether ``record`` passes this read's filters (the limit aside)."""
+        key = record.key
+        hidden = self.hidden_channels
+        return (key.scope_kind == "server" and key.server_id == self.server_id
+                and record.updated_at_ms >= self.updated_since_ms
+                and (self.lineage is None or record.persona_lineage_id == self.lineage)
+                and not (hidden and (key.channel_id in hidden
+                                     or record.parent_channel_id in hidden))
+                and (self.crude_since_ms is None or bool(record.summary)
+                     or record.updated_at_ms >= self.crude_since_ms))
 
 
 @attrs.frozen(kw_only=True)

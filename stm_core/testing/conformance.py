@@ -16,7 +16,8 @@ Subclass :class:`StorageAdapterConformance` in a test module and provide an
 
 Adapters with the optional :class:`~stm_core.storage.protocol.MemoryHistory`
 capability also subclass :class:`MemoryHistoryConformance`; likewise
-:class:`UserErasureConformance` and :class:`TimedPurgeConformance`.
+:class:`UserErasureConformance`, :class:`TimedPurgeConformance` and
+:class:`BoundedReadsConformance`.
 
 The tests are ``async def``: run them with pytest-asyncio in auto mode
 (``asyncio_mode = "auto"`` in the pytest configuration), or mark the class
@@ -36,8 +37,10 @@ import pytest
 
 from stm_core.errors import ValidationError
 from stm_core.models import CrudeMessage
+from stm_core.storage.newest import newest
 from stm_core.storage.protocol import (
     AtomicServerEdits,
+    BoundedReads,
     MemoryHistory,
     StorageAdapter,
     StorageInventory,
@@ -51,6 +54,7 @@ from stm_core.storage.records import (
     MemoryKey,
     MemoryRecord,
     MemoryWrite,
+    NewestRows,
     RevisionNote,
     ServerSettings,
     UserPrefs,
@@ -701,6 +705,98 @@ class TimedPurgeConformance:
             held = adapter.last_purge_seconds
             assert isinstance(held, float)
             assert 0 <= held <= wall
+
+
+#: Channel ids whose byte order differs from a locale's ("B" before "a" and
+#: "b", "10" before "9", "é" after every ASCII id), all written at one time.
+TIED_CHANNELS = ("a", "B", "b", "Z", "\u00e9", "e", "10", "9", "c-1", "c_1")
+
+
+class BoundedReadsConformance:
+    """The optional :class:`~stm_core.storage.protocol.BoundedReads`
+    capability: a server's newest rows, filtered and bounded, exactly as
+    :func:`stm_core.storage.newest.newest` cuts them from the whole load
+    window. Mix it into the test class of an adapter that offers it."""
+
+    async def test_offers_the_capability(self, adapter: StorageAdapter) -> None:
+        assert isinstance(adapter, BoundedReads)
+        assert await adapter.newest_server_memories([]) == []
+
+    async def _seed(self, adapter: StorageAdapter) -> None:
+        """Rows of two lineages, with and without summaries, threads, ties,
+        crude rows past their TTL, and rows the reads must never return."""
+        for i, channel in enumerate(TIED_CHANNELS):
+            await capture(adapter, server_key(channel), now=NOW,
+                          persona_lineage_id="L1" if i % 3 else "L2",
+                          parent_channel_id="p1" if i % 4 == 0 else None)
+        for i in range(30):
+            key = server_key(f"spread{i:02d}", persona=f"p{i % 2}")
+            at = NOW - (i + 1) * HOUR // 2
+            await capture(adapter, key, now=at, persona_lineage_id="L1" if i % 2 else "L2",
+                          parent_channel_id="p2" if i % 5 == 0 else None)
+            if i % 3 == 0:
+                await summarize(adapter, key, f"summary {i}", now=at)
+        await summarize(adapter, server_key("blank"), "", now=NOW - HOUR)
+        await capture(adapter, user_key("a"), now=NOW)
+        await capture(adapter, server_key("a", guild=OTHER_GUILD), now=NOW)
+
+    async def test_newest_rows_are_the_window_cut_down(self, adapter: Any) -> None:
+        await self._seed(adapter)
+        window = await adapter.load_server_memories(GUILD, updated_since_ms=0)
+        assert len(window) == len(TIED_CHANNELS) + 31
+        reads = [NewestRows(server_id=GUILD, updated_since_ms=since, limit=limit,
+                            lineage=lineage, hidden_channels=hidden, crude_since_ms=crude)
+                 for since in (0, NOW - 6 * HOUR)
+                 for limit in (1, 4, 7, 100)
+                 for lineage in (None, "L1")
+                 for hidden in (frozenset(), frozenset({"a", "p1", "spread03"}))
+                 for crude in (None, NOW - 3 * HOUR)]
+        answers = await adapter.newest_server_memories(reads)
+        assert len(answers) == len(reads)
+        for read, rows in zip(reads, answers, strict=True):
+            assert rows == newest(window, read), read
+        assert answers[-1] and all(r.key.server_id == GUILD for rows in answers for r in rows)
+
+    async def test_rows_of_one_time_stand_in_byte_order(self, adapter: Any) -> None:
+        for channel in TIED_CHANNELS:
+            await capture(adapter, server_key(channel), now=NOW)
+        await capture(adapter, server_key("older"), now=NOW - 1)
+        (rows,) = await adapter.newest_server_memories([NewestRows(
+            server_id=GUILD, updated_since_ms=0, limit=len(TIED_CHANNELS))])
+        expected = sorted(TIED_CHANNELS, key=lambda c: c.encode(), reverse=True)
+        assert [r.key.channel_id for r in rows] == expected
+        assert expected[0] == "\u00e9" and expected[-1] == "10"
+
+    async def test_filters_and_limit(self, adapter: Any) -> None:
+        await capture(adapter, server_key("old"), now=NOW - 5 * HOUR, persona_lineage_id="L1")
+        await summarize(adapter, server_key("kept"), "s", now=NOW - 4 * HOUR)
+        await capture(adapter, server_key("thread"), now=NOW - 3 * HOUR,
+                      parent_channel_id="private", persona_lineage_id="L1")
+        await capture(adapter, server_key("private"), now=NOW - 2 * HOUR, persona_lineage_id="L1")
+        await capture(adapter, server_key("other"), now=NOW - HOUR, persona_lineage_id="L2")
+        await capture(adapter, server_key("new"), now=NOW, persona_lineage_id="L1")
+
+        async def channels(**kw: Any) -> list[str]:
+            read = NewestRows(**{"server_id": GUILD, "updated_since_ms": NOW - 10 * HOUR,
+                                 "limit": 10, **kw})
+            (rows,) = await adapter.newest_server_memories([read])
+            return [r.key.channel_id for r in rows]
+
+        assert await channels() == ["new", "other", "private", "thread", "kept", "old"]
+        assert await channels(limit=2) == ["new", "other"]
+        assert await channels(lineage="L1") == ["new", "private", "thread", "old"]
+        assert await channels(hidden_channels=frozenset({"private"})) == [
+            "new", "other", "kept", "old"]
+        assert await channels(crude_since_ms=NOW - 4 * HOUR - 1) == [
+            "new", "other", "private", "thread", "kept"]
+        assert await channels(crude_since_ms=NOW) == ["new", "kept"]
+        assert await channels(updated_since_ms=NOW - HOUR) == ["new", "other"]
+        assert await channels(lineage="nobody") == []
+
+    async def test_a_limit_below_one_is_refused(self, adapter: StorageAdapter) -> None:
+        for limit in (0, -1, 1.5, True, "3"):
+            with pytest.raises(ValidationError):
+                NewestRows(server_id=GUILD, updated_since_ms=0, limit=limit)  # type: ignore[arg-type]
 
 
 class UserErasureConformance:

@@ -30,6 +30,7 @@ from stm_core.storage.records import (
     MemoryRecord,
     MemoryRevision,
     MemoryWrite,
+    NewestRows,
     SchemaStatus,
     ServerSettings,
     UserPrefs,
@@ -244,6 +245,20 @@ class SqlStorageAdapter(abc.ABC):
                                          {"server_id": server_id, "since": updated_since_ms},
                                          Want.ALL)])
         return [codec.memory_from_row(r) for r in rows]
+
+    async def newest_server_memories(self, reads: Sequence[NewestRows]
+                                     ) -> list[list[MemoryRecord]]:
+        if not reads:
+            return []
+        results = await self._read([Step(self._newest_statement(r), _newest_params(r), Want.ALL)
+                                    for r in reads])
+        return [[codec.memory_from_row(row) for row in rows] for rows in results]
+
+    def _newest_statement(self, read: NewestRows) -> Compiled:
+        shape = (read.lineage is not None, bool(read.hidden_channels),
+                 read.crude_since_ms is not None)
+        return self.statement(("newest_server_rows", *shape),
+                              lambda: st.newest_server_rows(self.dialect_name, *shape))
 
     async def load_user_prefs(self, user_id: str) -> UserPrefs:
         (row,) = await self._read([Step(self.statement("prefs_row", lambda: st.prefs_row()),
@@ -580,6 +595,18 @@ class SqlStorageAdapter(abc.ABC):
 def _filter_params(flt: MemoryFilter) -> tuple[tuple[str, ...], dict[str, object]]:
     return codec.filter_params({f: getattr(flt, f) for f in codec.FILTER_FIELDS
                                 if getattr(flt, f) is not None})
+
+
+def _newest_params(read: NewestRows) -> dict[str, Any]:
+    params: dict[str, Any] = {"server_id": read.server_id, "since": read.updated_since_ms,
+                              "limit": read.limit}
+    if read.lineage is not None:
+        params["persona_lineage_id"] = read.lineage
+    if read.hidden_channels:
+        params["hidden"] = codec.encode_ids(read.hidden_channels)
+    if read.crude_since_ms is not None:
+        params["crude_since"] = read.crude_since_ms
+    return params
 
 
 def _check_positions(categories: Sequence[CategoryRecord]) -> None:

@@ -45,6 +45,9 @@ def builders() -> Iterator[tuple[Hashable, Callable[[], Any]]]:
     for columns in [(), *((c,) for c in SERVER_SETTING_FIELDS)]:
         yield ("settings_upsert", columns), (
             lambda c=columns: st.settings_upsert(DIALECT, c))  # type: ignore[misc]
+    for shape in itertools.product((False, True), repeat=3):
+        yield (("newest_server_rows", *shape),
+               lambda s=shape: st.newest_server_rows(DIALECT, *s))  # type: ignore[misc]
     for fields in _filter_keys():
         yield ("list_rows", fields), lambda f=fields: st.list_rows(DIALECT, f)  # type: ignore[misc]
         yield ("delete_rows", fields), lambda f=fields: st.delete_rows(f)  # type: ignore[misc]

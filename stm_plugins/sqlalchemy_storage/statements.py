@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.expression import BindParameter, ClauseElement, ColumnElement
 
 from stm_plugins.sqlalchemy_storage.codec import SCOPE_LITERALS
@@ -42,7 +43,7 @@ _TYPES: dict[str, Any] = {
     "bound": sa.BigInteger(), "window": sa.Integer(),
     "inc": sa.Integer(), "reset": sa.Integer(), "set_summary": sa.Integer(),
     "set_categories": sa.Integer(), "clear_messages": sa.Integer(), "rev": sa.BigInteger(),
-    "restored_from": sa.BigInteger(), "keep": sa.Integer(),
+    "restored_from": sa.BigInteger(), "keep": sa.Integer(), "crude_since": sa.BigInteger(),
 }
 
 
@@ -165,6 +166,37 @@ def server_rows() -> ClauseElement:
 
 def user_rows() -> ClauseElement:
     return _scope_rows("user", memories.c.user_id)
+
+
+def _listed_ids(dialect: str, ids: BindParameter[Any]) -> Any:
+    """The ids of a JSON array parameter, as a subquery."""
+    if dialect == "postgresql":
+        return sa.select(sa.func.jsonb_array_elements_text(sa.cast(ids, JSONB)))
+    return sa.select(sa.func.json_each(ids).table_valued("value").c.value)
+
+
+def newest_server_rows(dialect: str, lineage: bool, hidden: bool,
+                       crude_since: bool) -> ClauseElement:
+    """A server's newest rows in the cached views' order (time, then the key
+    in byte order), at most ``limit`` (``NewestRows``; which filters apply is
+    part of the statement). The server's cold-load index yields them in time
+    order; rows of one time are sorted among themselves."""
+    b = _Binds()
+    m = memories.c
+    where = [m.scope_kind == sa.literal_column("'server'", sa.Text),
+             m.server_id == b("server_id", m.server_id), m.updated_at_ms >= b("since")]
+    if lineage:
+        where.append(m.persona_lineage_id == b("persona_lineage_id", m.persona_lineage_id))
+    if hidden:
+        listed = _listed_ids(dialect, b("hidden"))
+        where += [m.channel_id.not_in(listed),
+                  sa.or_(m.parent_channel_id.is_(None), m.parent_channel_id.not_in(listed))]
+    if crude_since:
+        where.append(sa.or_(sa.and_(m.summary.is_not(None), m.summary != _EMPTY_TEXT),
+                            m.updated_at_ms >= b("crude_since")))
+    order = [m.updated_at_ms.desc(), *(c.desc() for c in _key_order(dialect)[2:])]
+    return (sa.select(*MEMORY_COLUMNS).where(*where).order_by(*order)
+            .limit(sa.bindparam("limit", type_=sa.Integer())))
 
 
 def get_row() -> ClauseElement:

@@ -25,7 +25,7 @@ async def test_the_scenario_reports_each_mix(tmp_path: Path) -> None:
     for mix in scenarios_server_mix.MIXES:
         assert results[f"server_mix_{mix}"] > 0
         view = details["views"][mix]
-        assert view["rows"] > bound and view["rows_in_view"] == bound
+        assert view["rows"] > bound and 0 < view["rows_in_view"] <= bound
         assert view["rows_held_with_scopes"] <= (1 + MAX_SCOPES_PER_VIEW) * bound
     targets = {t["metric"] for t in report.evaluate_targets(results)}
     assert {f"server_mix_{mix}" for mix in scenarios_server_mix.MIXES} <= targets

@@ -182,7 +182,7 @@ async def test_writes_and_deletes_during_a_scopes_read_are_kept(
         await stm.engine.write_memory([summary(f"new{n}", now - n, lineage="theirs")
                                 for n in range(10)])
         await stm.engine.server_memories(GUILD)  # the view (its newest rows: theirs)
-        adapter, read = stm.adapter, stm.adapter.load_server_memories
+        adapter, read = stm.adapter, stm.adapter.newest_server_memories  # type: ignore[attr-defined]
         snapshot_taken, go_on = asyncio.Event(), asyncio.Event()
 
         async def slow_read(*args: Any, **kwargs: Any) -> Any:
@@ -190,7 +190,7 @@ async def test_writes_and_deletes_during_a_scopes_read_are_kept(
             snapshot_taken.set()
             await go_on.wait()
             return rows
-        adapter.load_server_memories = slow_read  # type: ignore[method-assign]
+        adapter.newest_server_memories = slow_read  # type: ignore[attr-defined]
         turn = make_turn(persona_lineage_id="mine")
         build = asyncio.create_task(stm.build_context(turn))
         await snapshot_taken.wait()
@@ -199,7 +199,7 @@ async def test_writes_and_deletes_during_a_scopes_read_are_kept(
         await stm.engine.write_memory([summary("fresh", clock.now_ms(), lineage="mine")])
         go_on.set()
         during = other_text(await build)
-        adapter.load_server_memories = read  # type: ignore[method-assign]
+        adapter.newest_server_memories = read  # type: ignore[attr-defined]
         after = other_text(await stm.build_context(turn))
     async with open_stm(db_url, settings=Settings(max_other_channels=2)) as unbounded:
         expected = other_text(await unbounded.build_context(turn))

@@ -36,7 +36,8 @@ CHANNELS = ("c1", "c2", "c3")
 PERSONAS = (None, "p1")
 USERS = ("u1", "u2")
 FAULTS = st.sampled_from(("none", "none", "before", "after"))
-READ_METHODS = frozenset({"load_server_settings", "load_server_memories", "load_user_prefs",
+READ_METHODS = frozenset({"load_server_settings", "load_server_memories",
+                          "newest_server_memories", "load_user_prefs",
                           "load_user_memories", "get_memory"})
 WRITE_METHODS = frozenset({"capture", "write_memory", "update_server_settings",
                            "replace_categories", "set_user_prefs", "delete_memories"})

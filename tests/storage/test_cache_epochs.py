@@ -21,7 +21,7 @@ CASES: dict[str, tuple[str, Drop, Read, Callable[[Stm], Any]]] = {
                  lambda s: s.engine.server_settings("g"), lambda s: s.cache.settings.peek("g")),
     "user": ("load_user_prefs", lambda s: s.cache.drop_user("u"),
              lambda s: s.engine.user_view("u"), lambda s: s.cache.users.peek("u")),
-    "server rows": ("load_server_memories",
+    "server rows": ("newest_server_memories",
                     lambda s: s.cache.drop_scopes([MemoryKey.server("g", "c1", "p")]),
                     lambda s: s.engine.server_memories("g"), lambda s: s.cache.servers.peek("g")),
     "everything": ("load_server_settings", lambda s: s.cache.clear(),

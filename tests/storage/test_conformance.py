@@ -12,6 +12,7 @@ from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
 from stm_core.testing.conformance import (
+    BoundedReadsConformance,
     MemoryHistoryConformance,
     StorageAdapterConformance,
     TimedPurgeConformance,
@@ -28,7 +29,7 @@ async def open_adapter(url: str) -> StorageAdapter:
 
 
 class TestMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance,
-                        UserErasureConformance):
+                        UserErasureConformance, BoundedReadsConformance):
     @pytest.fixture
     async def adapter(self) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter("memory://")
@@ -37,7 +38,8 @@ class TestMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance,
 
 
 class TestSqliteFileAdapter(StorageAdapterConformance, MemoryHistoryConformance,
-                        UserErasureConformance, TimedPurgeConformance):
+                        UserErasureConformance, TimedPurgeConformance,
+                        BoundedReadsConformance):
     @pytest.fixture
     async def adapter(self, tmp_path: Path) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter(f"sqlite+aiosqlite:///{tmp_path / 'stm.db'}")
@@ -46,7 +48,8 @@ class TestSqliteFileAdapter(StorageAdapterConformance, MemoryHistoryConformance,
 
 
 class TestSqliteInMemoryAdapter(StorageAdapterConformance, MemoryHistoryConformance,
-                        UserErasureConformance, TimedPurgeConformance):
+                        UserErasureConformance, TimedPurgeConformance,
+                        BoundedReadsConformance):
     @pytest.fixture
     async def adapter(self) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter("sqlite+aiosqlite:///:memory:")
@@ -55,7 +58,8 @@ class TestSqliteInMemoryAdapter(StorageAdapterConformance, MemoryHistoryConforma
 
 
 class TestPostgresAdapter(StorageAdapterConformance, MemoryHistoryConformance,
-                        UserErasureConformance, TimedPurgeConformance):
+                        UserErasureConformance, TimedPurgeConformance,
+                        BoundedReadsConformance):
     @pytest.fixture
     async def adapter(self, pg_url: str) -> AsyncIterator[StorageAdapter]:
         adapter = await open_adapter(pg_url)

@@ -114,7 +114,7 @@ async def test_concurrent_cold_reads_share_a_failure_and_the_next_read_tries_aga
         open_stm: OpenStm, tmp_path: Path) -> None:
     url = await _seeded(open_stm, tmp_path)
     async with open_stm(url) as stm:
-        inner = stm.adapter.load_server_memories
+        inner = stm.adapter.newest_server_memories
         started, release = asyncio.Event(), asyncio.Event()
 
         async def failing(*args: Any, **kwargs: Any) -> Any:
@@ -122,7 +122,7 @@ async def test_concurrent_cold_reads_share_a_failure_and_the_next_read_tries_aga
             await release.wait()
             raise StorageError("the connection was lost")
 
-        stm.adapter.load_server_memories = failing  # type: ignore[method-assign]
+        stm.adapter.newest_server_memories = failing  # type: ignore[attr-defined]
         first = asyncio.ensure_future(stm.engine.server_memories("g1"))
         await started.wait()
         second = asyncio.ensure_future(stm.engine.server_memories("g1"))
@@ -132,6 +132,6 @@ async def test_concurrent_cold_reads_share_a_failure_and_the_next_read_tries_aga
             asyncio.gather(first, second, return_exceptions=True), 10)
         assert [type(r) for r in results] == [StorageError, StorageError]
         assert all("connection was lost" in str(r) for r in results)
-        stm.adapter.load_server_memories = inner  # type: ignore[method-assign]
+        stm.adapter.newest_server_memories = inner  # type: ignore[attr-defined]
         view = await stm.engine.server_memories("g1")
         assert [r.messages[0].content for r in view.records.values()] == ["server g1"]

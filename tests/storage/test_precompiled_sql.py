@@ -22,6 +22,7 @@ from stm_core.storage.records import (
     MemoryFilter,
     MemoryKey,
     MemoryWrite,
+    NewestRows,
     RevisionNote,
 )
 from stm_plugins.sqlalchemy_storage import precompile, sqlite_precompiled
@@ -74,6 +75,10 @@ async def test_every_precompiled_statement_matches_the_adapters_own_builder(
         await adapter.count_memories()
         await adapter.load_server_settings("g1")
         await adapter.load_server_memories("g1", updated_since_ms=0)
+        for lineage, hidden, crude in itertools.product((None, "L"), ((), ("c9",)), (None, 0)):
+            await adapter.newest_server_memories([NewestRows(
+                server_id="g1", updated_since_ms=0, limit=3, lineage=lineage,
+                hidden_channels=hidden, crude_since_ms=crude)])
         await adapter.load_user_prefs("u1")
         await adapter.load_user_memories("u1", updated_since_ms=0)
         await adapter.set_user_prefs("u1", crossserver_opt_in=True, now_ms=NOW)

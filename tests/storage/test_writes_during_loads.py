@@ -25,7 +25,7 @@ async def _record_teal_sky(stm: Any, turn: Turn) -> None:
                           [PersonaResponse(content="ok", persona_name="Bot", persona_id="p")])
 
 
-@pytest.mark.parametrize(("turn", "method"), [(GUILD, "load_server_memories"),
+@pytest.mark.parametrize(("turn", "method"), [(GUILD, "newest_server_memories"),
                                               (DM, "load_user_memories")],
                          ids=["server view", "user view"])
 async def test_a_row_written_while_its_view_loads_is_in_the_view(
@@ -110,7 +110,7 @@ async def test_a_user_view_loaded_while_its_rows_were_dropped_is_not_kept(
         assert stm.cache.users.peek("u") is None
 
 
-@pytest.mark.parametrize(("turn", "method"), [(GUILD, "load_server_memories"),
+@pytest.mark.parametrize(("turn", "method"), [(GUILD, "newest_server_memories"),
                                               (DM, "load_user_memories")],
                          ids=["server view", "user view"])
 async def test_a_load_that_fails_while_a_row_is_written_raises_its_own_error(
