@@ -34,7 +34,6 @@ user-scope memories), because that is what one turn reads.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 from bisect import bisect_left
 from collections import OrderedDict
@@ -198,6 +197,10 @@ class MemoryView:
         self.made_at = 0
         #: The mark of the newest removal mirrored into this view.
         self.removed_at = 0
+        #: The load window: rows updated before this were not read (``None``:
+        #: every row was). A build whose window starts earlier (the clock
+        #: stepped back) cannot be answered from this view.
+        self.loaded_since_ms: int | None = None
         self._trim()
 
     @property
@@ -220,7 +223,7 @@ class MemoryView:
         self._insert(record, mark)
         if self._scopes:  # a big server's scopes (most views have none)
             for scoped in self._scopes.values():
-                scoped.apply(record)
+                scoped.apply(record, mark)
 
     def _insert(self, record: MemoryRecord, mark: int = 0) -> None:
         key = record.key
@@ -255,11 +258,22 @@ class MemoryView:
             self.marks.pop(key, None)
             self._unplace(record)
 
+    def covers(self, since_ms: int) -> bool:
+        """Every row updated at or after ``since_ms`` was read into this view
+        (those the bound dropped since are told by :attr:`dropped_through`)."""
+        loaded = self.loaded_since_ms
+        return loaded is None or loaded <= since_ms
+
     def scoped(self, scope: Scope) -> ScopedRows | None:
         """The rows kept for builds of ``scope``, if a build asked for them
-        since the view was loaded (and they are read)."""
-        scoped = self._scopes.get(scope)
-        return scoped if scoped is not None and scoped.ready else None
+        since the view was loaded."""
+        return self._scopes.get(scope)
+
+    def holders(self) -> list[MemoryView]:
+        """This view and the views of its scopes: every place a row of it is held."""
+        if not self._scopes:
+            return [self]
+        return [self, *(h for s in self._scopes.values() for h in s.holders())]
 
     def add_scope(self, scoped: ScopedRows) -> None:
         """Keep ``scoped`` in step with this view's writes from now on (the
@@ -273,9 +287,7 @@ class MemoryView:
 
     def keys_older_than(self, cutoff_ms: int) -> list[MemoryKey]:
         """Keys of the rows held (its scopes' included) updated before ``cutoff_ms``."""
-        views = [self, *(v for s in self._scopes.values() for v in (s.summaries, s.crude))]
-        return [k for view in views for k, r in view.records.items()
-                if r.updated_at_ms < cutoff_ms]
+        return _keys_older_than(self.holders(), cutoff_ms)
 
     def drop_scope(self, scoped: ScopedRows) -> None:
         """Stop keeping ``scoped`` (its read failed)."""
@@ -294,13 +306,17 @@ class MemoryView:
         return map(self.records.__getitem__, islice(reversed(self._keys),
                                                     len(self._keys) - start))
 
+    def mark_of(self, key: MemoryKey) -> int:
+        """When the row held for ``key`` reached this view (its change mark)."""
+        return self.marks.get(key, self.made_at)
+
     def mirrored_after(self, key: MemoryKey, since: int) -> bool:
-        """The row held for ``key`` reached the view after mark ``since``."""
-        return key in self.records and self.marks.get(key, self.made_at) > since
+        """A row held for ``key`` (here or in a scope) reached it after mark ``since``."""
+        return _mirrored_after(self.holders(), key, since)
 
     def remove(self, key: MemoryKey, since: int, mark: int) -> bool:
         """Mirror the delete of ``key`` whose database call began at mark
-        ``since``; ``False`` (and nothing changed) when the held row may be
+        ``since``; ``False`` (and nothing changed) when a held row may be
         newer than the delete."""
         if self.mirrored_after(key, since):
             return False
@@ -357,6 +373,14 @@ def _each_key_once(ordered: list[MemoryRecord], kept: Mapping[MemoryKey, MemoryR
     return out
 
 
+def _mirrored_after(holders: Iterable[MemoryView], key: MemoryKey, since: int) -> bool:
+    return any(key in h.records and h.mark_of(key) > since for h in holders)
+
+
+def _keys_older_than(holders: Iterable[MemoryView], cutoff_ms: int) -> list[MemoryKey]:
+    return [k for h in holders for k, r in h.records.items() if r.updated_at_ms < cutoff_ms]
+
+
 def _tie_order(key: MemoryKey) -> tuple[str, str, str, str, str]:
     """Where rows of equal times stand among themselves (see :class:`MemoryView`)."""
     return (key.scope_kind, key.server_id, key.user_id, key.channel_id, key.persona_id)
@@ -397,29 +421,36 @@ class ScopedRows:
     never show again. Rows come in by :meth:`apply`, as into a view.
     """
 
-    def __init__(self, scope: Scope, *, crude_since_ms: int, max_rows: int) -> None:
+    def __init__(self, scope: Scope, rows: Iterable[MemoryRecord] = (), *,
+                 crude_since_ms: int, max_rows: int) -> None:
         self.scope = scope
         self.lineage, self.hidden = scope
         self.crude_since_ms = crude_since_ms
+        self.max_rows = max_rows
         half = max(1, max_rows // 2)
-        self.summaries = MemoryView(max_rows=half)
-        self.crude = MemoryView(max_rows=half)
-        #: Whether a build may use these rows (not while they are being read).
-        self.ready = True
-        self._deleted: set[MemoryKey] | None = None
+        taken = [r for r in rows if self._takes(r)]
+        self.summaries = MemoryView([r for r in taken if r.summary], max_rows=half)
+        self.crude = MemoryView([r for r in taken if not r.summary], max_rows=half)
+        #: The newest removal mirrored into the scope while it was read (see
+        #: :meth:`MemoryCache.new_scope`).
+        self.removed_at = 0
 
-    @contextlib.contextmanager
-    def loading(self) -> Iterator[set[MemoryKey]]:
-        """While rows are read into this scope: not ready, and the keys
-        deleted meanwhile are collected (a row read before its deletion must
-        not come back). Ready after, unless the read failed."""
-        deleted: set[MemoryKey] = set()
-        self.ready, self._deleted = False, deleted
-        try:
-            yield deleted
-        finally:
-            self._deleted = None
-        self.ready = True
+    def holders(self) -> tuple[MemoryView, MemoryView]:
+        return self.summaries, self.crude
+
+    def mirrored_after(self, key: MemoryKey, since: int) -> bool:
+        return _mirrored_after(self.holders(), key, since)
+
+    def keys_older_than(self, cutoff_ms: int) -> list[MemoryKey]:
+        return _keys_older_than(self.holders(), cutoff_ms)
+
+    def remove(self, key: MemoryKey, since: int, mark: int) -> bool:
+        """As :meth:`MemoryView.remove`."""
+        if self.mirrored_after(key, since):
+            return False
+        self.forget(key)
+        self.removed_at = max(self.removed_at, mark)
+        return True
 
     def _takes(self, record: MemoryRecord) -> bool:
         lineage, hidden = self.lineage, self.hidden
@@ -429,21 +460,14 @@ class ScopedRows:
         return ((lineage is None or record.persona_lineage_id == lineage)
                 and (bool(record.summary) or record.updated_at_ms >= self.crude_since_ms))
 
-    def apply(self, record: MemoryRecord) -> None:
-        key = record.key
-        current = self.summaries.records.get(key) or self.crude.records.get(key)
-        if current is not None and record.rev < current.rev:
-            return
-        self._discard(key)
+    def apply(self, record: MemoryRecord, mark: int = 0) -> None:
+        """Hold ``record`` if builds of the scope may show it. Unversioned:
+        :meth:`MemoryCache.apply` decided that it may replace what is held."""
+        self.forget(record.key)
         if self._takes(record):
-            (self.summaries if record.summary else self.crude).apply(record)
+            (self.summaries if record.summary else self.crude).apply(record, mark)
 
     def forget(self, key: MemoryKey) -> None:
-        if self._deleted is not None:
-            self._deleted.add(key)
-        self._discard(key)
-
-    def _discard(self, key: MemoryKey) -> None:
         self.summaries.discard(key)
         self.crude.discard(key)
 
@@ -514,6 +538,9 @@ class _Purged:
 
 _Change = _Written | _Removed | _Purged
 
+#: What a load's changes replay onto: a view, or a scope read beside it.
+Rows = MemoryView | ScopedRows
+
 
 class ChangeMarks:
     """The mark of the last change of each server's settings (or each user's
@@ -555,7 +582,9 @@ class MemoryCache:
         self.stats = CacheStats()
         # Views being loaded: changes that commit meanwhile are replayed onto
         # the loaded view before it is installed, so a load never hides them.
-        self._loading: dict[tuple[str, str], list[_Change]] = {}
+        # A scope's rows load beside its server's view: each load of one
+        # view (part ``None``) or scope (part: the scope) has its own list.
+        self._loading: dict[tuple[str, str], dict[Scope | None, list[_Change]]] = {}
         #: Moves whenever views are dropped for being possibly stale; a load
         #: that started under an older epoch returns its value uncached.
         self.epoch = 0
@@ -576,13 +605,26 @@ class MemoryCache:
         self._mark += 1
         return self._mark
 
-    def new_view(self, rows: Iterable[MemoryRecord]) -> MemoryView:
-        """A view of loaded rows, bounded like every other (make it right
-        after the load's read: its rows count as mirrored now)."""
+    def new_view(self, rows: Iterable[MemoryRecord], *, since_ms: int | None = None
+                 ) -> MemoryView:
+        """A view of rows loaded from ``since_ms`` on, bounded like every
+        other (make it right after the load's read: its rows count as
+        mirrored now)."""
         view = MemoryView(rows, max_rows=self.max_rows_per_view)
+        view.loaded_since_ms = since_ms
         view.made_at = self.mark()
         view.removed_at = self._removed_at
         return view
+
+    def new_scope(self, scope: Scope, rows: Iterable[MemoryRecord], *, crude_since_ms: int,
+                  max_rows: int) -> ScopedRows:
+        """A scope of loaded rows (made right after the read, as :meth:`new_view`)."""
+        scoped = ScopedRows(scope, rows, crude_since_ms=crude_since_ms, max_rows=max_rows)
+        made_at = self.mark()
+        for holder in scoped.holders():
+            holder.made_at = made_at
+        scoped.removed_at = self._removed_at
+        return scoped
 
     def expire_after(self, max_age_ms: int | None, now_ms: Callable[[], int]) -> None:
         """Reload views older than ``max_age_ms`` (``None``: never)."""
@@ -610,25 +652,31 @@ class MemoryCache:
                     self.stats.stores += 1
                 else:
                     self.drop_scopes([key])
-            pending = self._loading.get(self._scope_of(key))
-            if pending is not None:
+            for pending in self._loading.get(self._scope_of(key), {}).values():
                 pending.append(_Written(record, since, mark))
 
-    def _take(self, view: MemoryView, record: MemoryRecord, since: int, mark: int) -> bool:
-        """Put ``record`` (from a call that began at ``since``) into ``view``;
-        ``False`` when it cannot be ordered against what the view saw: a
-        removal mirrored after its call began (the row may predate it), or a
-        row of a higher rev mirrored after its call began (an older write of
-        the same row, or the row deleted and written anew: its rev restarts)."""
+    def _take(self, view: Rows, record: MemoryRecord, since: int, mark: int) -> bool:
+        """Put ``record`` (from a call that began at ``since``) into ``view``
+        and its scopes; ``False`` when it cannot be ordered against what they
+        saw: a removal mirrored after its call began (the row may predate
+        it), or a row of a higher rev mirrored after its call began (an older
+        write of the same row, or the row deleted and written anew: its rev
+        restarts). A higher rev held from before the call began was deleted
+        and written anew since: it is forgotten, wherever it is held (a scope
+        may hold a row its view dropped)."""
         if not (view.removed_at < since and (record.updated_at_ms >= self._purged_before_ms
                                              or self._purged_at < since)):
             return False
-        key = record.key
-        current = view.records.get(key)
-        if current is not None and record.rev < current.rev:
-            if view.mirrored_after(key, since):
-                return False
-            view.forget(key)  # held before this write began: deleted and written anew since
+        key, rev = record.key, record.rev
+        superseded = False
+        for holder in view.holders():
+            current = holder.records.get(key)
+            if current is not None and rev < current.rev:
+                if holder.mark_of(key) > since:
+                    return False
+                superseded = True
+        if superseded:
+            view.forget(key)
         view.apply(record, mark)
         return True
 
@@ -643,8 +691,7 @@ class MemoryCache:
                 if not view.remove(key, since, mark):
                     self.drop_scopes([key])
                 self.stats.invalidations += 1
-            pending = self._loading.get(self._scope_of(key))
-            if pending is not None:
+            for pending in self._loading.get(self._scope_of(key), {}).values():
                 pending.append(_Removed(key, since, mark))
 
     def note_absent(self, key: MemoryKey) -> None:
@@ -655,28 +702,35 @@ class MemoryCache:
         if view is not None and key not in view.records:
             view.absent.add(key)
 
-    def begin_load(self, kind: str, ident: str) -> None:
-        self._loading.setdefault((kind, ident), [])
+    def begin_load(self, kind: str, ident: str, part: Scope | None = None) -> None:
+        """A load of ``kind``'s view ``ident`` (or of its scope ``part``)
+        begins: changes of it mirrored from now on are kept for :meth:`end_load`."""
+        self._loading.setdefault((kind, ident), {}).setdefault(part, [])
 
-    def end_load(self, kind: str, ident: str, view: MemoryView | None) -> None:
-        """Replay what committed during the load onto ``view`` (if any). When
-        a change cannot be ordered against the load's read, the epoch moves,
-        so the loaded view is not installed."""
-        pending = self._loading.pop((kind, ident), [])
+    def end_load(self, kind: str, ident: str, view: Rows | None,
+                 part: Scope | None = None) -> bool:
+        """Replay what committed during the load onto ``view`` (if any).
+        ``False`` when a change cannot be ordered against the load's read:
+        then the epoch moves, so the loaded view is not installed."""
+        loads = self._loading.get((kind, ident), {})
+        pending = loads.pop(part, [])
+        if not loads:
+            self._loading.pop((kind, ident), None)
         if view is None:
-            return
+            return False
         for change in pending:
             if not self._replay(view, change):
                 self.epoch += 1
                 self.stats.invalidations += 1
-                return
+                return False
+        return True
 
-    def _replay(self, view: MemoryView, change: _Change) -> bool:
+    def _replay(self, view: Rows, change: _Change) -> bool:
         if isinstance(change, _Written):
             return self._take(view, change.record, change.since, change.mark)
         if isinstance(change, _Removed):
             return view.remove(change.key, change.since, change.mark)
-        stale = [k for k, r in view.records.items() if r.updated_at_ms < change.cutoff_ms]
+        stale = view.keys_older_than(change.cutoff_ms)
         return all([view.remove(k, change.since, change.mark) for k in stale])
 
     def _user_memories(self, user_id: str) -> MemoryView | None:
@@ -710,8 +764,9 @@ class MemoryCache:
         untouched since ``cutoff_ms``."""
         self._purged_at = mark = self.mark()
         self._purged_before_ms = max(self._purged_before_ms, cutoff_ms)
-        for pending in self._loading.values():
-            pending.append(_Purged(cutoff_ms, since, mark))
+        for loads in self._loading.values():
+            for pending in loads.values():
+                pending.append(_Purged(cutoff_ms, since, mark))
         stale: list[MemoryKey] = []
         for view in self.servers.values():
             stale += view.keys_older_than(cutoff_ms)

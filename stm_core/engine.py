@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
 from stm_core import telemetry
-from stm_core.cache import MemoryCache, MemoryView, UserView
+from stm_core.cache import MemoryCache, MemoryView, Scope, ScopedRows, UserView
 from stm_core.clock import Clock, SystemClock
 from stm_core.hooks import Hooks
 from stm_core.models import Turn
@@ -48,6 +48,10 @@ from stm_core.storage.records import (
 )
 
 T = TypeVar("T")
+
+#: Reads of a scope while writes keep racing them (their order against the
+#: read unknown) before a build takes what it read, uncached.
+SCOPE_READS = 3
 W = TypeVar("W")
 
 
@@ -70,7 +74,7 @@ class Engine:
         self.profiles = ProfileCache(self.hooks, self.settings)
         # Turns whose tool call already succeeded (the once-per-turn rule).
         self._updated_turns: weakref.WeakSet[Turn] = weakref.WeakSet()
-        self._inflight: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self._inflight: dict[tuple[object, ...], asyncio.Future[Any]] = {}
         self.cache.expire_after(self.settings.cache_max_age_ms(listening=False),
                                 self.clock.now_ms)
 
@@ -92,7 +96,7 @@ class Engine:
         self._updated_turns.add(turn)
 
     # -- cached reads (used by the pipeline, the tool and admin) -------------------
-    async def _single_flight(self, key: tuple[str, str],
+    async def _single_flight(self, key: tuple[object, ...],
                              load: Callable[[], Awaitable[T]]) -> T:
         """Concurrent cold reads of one key share one database call."""
         future = self._inflight.get(key)
@@ -188,6 +192,46 @@ class Engine:
             return view
 
         return await self._single_flight(("server", server_id), load)
+
+    def cached_scope(self, view: MemoryView, scope: Scope) -> ScopedRows | None:
+        """The rows ``view`` keeps for builds of ``scope``, if it keeps them."""
+        return view.scoped(scope)
+
+    async def scope_rows(self, server_id: str, view: MemoryView, scope: Scope, *,
+                         now_ms: int, max_rows: int) -> ScopedRows:
+        """The rows of server ``server_id`` (whose cached view is ``view``) a
+        build of ``scope`` may show: kept on the view, else read once
+        (concurrent builds share the read) under the load protocol of every
+        view (:meth:`MemoryCache.begin_load`): what commits during the read
+        is replayed onto it, and it is kept only when that order is known
+        and ``view`` is still the server's view."""
+        cached = view.scoped(scope)
+        if cached is not None:
+            return cached
+        cache, env = self.cache, self.settings
+
+        async def load() -> ScopedRows:
+            scoped: ScopedRows | None = None
+            for _ in range(SCOPE_READS):
+                epoch = cache.epoch
+                cache.begin_load("server", server_id, scope)
+                scoped = None
+                try:
+                    rows = await self.adapter.load_server_memories(
+                        server_id, updated_since_ms=now_ms - env.longest_ttl_ms)
+                    scoped = cache.new_scope(scope, rows, crude_since_ms=now_ms - env.crude_ttl_ms,
+                                             max_rows=max_rows)
+                finally:
+                    ordered = cache.end_load("server", server_id, scoped, scope)
+                assert scoped is not None
+                if ordered:
+                    if cache.epoch == epoch and cache.servers.peek(server_id) is view:
+                        view.add_scope(scoped)
+                    return scoped
+            assert scoped is not None
+            return scoped  # writes kept racing the read: this build's answer only
+
+        return await self._single_flight(("scope", server_id, scope), load)
 
     async def user_view(self, user_id: str) -> UserView:
         cached = self.cache.users.get(user_id)

@@ -91,7 +91,7 @@ def cached_visible(engine: Engine, turn: Turn, loaded: Loaded,
     complete = server is not None and server.dropped_through is None
     scoped = None
     if not complete and server is not None and _may_miss(server, loaded.now_ms, engine.settings):
-        scoped = server.scoped(_scope(turn, policies, ctx))
+        scoped = engine.cached_scope(server, _scope(turn, policies, ctx))
         if scoped is None:
             return None
     shown = _walk(engine, loaded, few, ctx, policies, scoped)
@@ -184,33 +184,12 @@ def _may_miss(view: MemoryView, now_ms: int, env: Settings) -> bool:
 
 async def scoped_rows(engine: Engine, turn: Turn, loaded: Loaded, server: MemoryView,
                       scope: Scope) -> ScopedRows:
-    """The rows of ``server`` a build of ``scope`` may show: cached on the
-    view, else read once from the database and cached there.
-
-    The scope is registered before the read, so writes heard meanwhile reach
-    it; a row the read returns never replaces a newer one, and a row deleted
-    meanwhile is not put back."""
-    cached = server.scoped(scope)
-    if cached is not None:
-        return cached
-    env = engine.settings
-    now = loaded.now_ms
+    """The rows of ``server`` a build of ``scope`` may show (the engine keeps
+    them on the view, or reads them once)."""
     assert turn.server_id is not None
-    scoped = ScopedRows(scope, crude_since_ms=now - env.crude_ttl_ms,
-                        max_rows=min(server.max_rows,
-                                     max(SCOPE_ROWS, 8 * env.max_other_channels)))
-    server.add_scope(scoped)
-    try:
-        with scoped.loading() as deleted:
-            rows = await engine.adapter.load_server_memories(
-                turn.server_id, updated_since_ms=now - env.longest_ttl_ms)
-            for row in rows:
-                if row.key not in deleted:
-                    scoped.apply(row)
-    except BaseException:
-        server.drop_scope(scoped)
-        raise
-    return scoped
+    cap = engine.settings.max_other_channels
+    return await engine.scope_rows(turn.server_id, server, scope, now_ms=loaded.now_ms,
+                                   max_rows=min(server.max_rows, max(SCOPE_ROWS, 8 * cap)))
 
 
 async def _unbounded(engine: Engine, turn: Turn, loaded: Loaded, *, users: bool,
