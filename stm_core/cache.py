@@ -73,7 +73,7 @@ class LRU(Generic[K, V]):
             now = now_ms()
             self._stored_at.update(dict.fromkeys(self._data, now))
 
-    def get(self, key: K) -> V | None:
+    def fresh(self, key: K) -> V | None:
         data = self._data
         value = data.get(key)
         if value is not None:
@@ -86,14 +86,14 @@ class LRU(Generic[K, V]):
         assert self._now_ms is not None and self._max_age_ms is not None
         if self._now_ms() - self._stored_at.get(key, 0) <= self._max_age_ms:
             return False
-        self.pop(key)
+        self.evict(key)
         self.expired += 1
         return True
 
     def peek(self, key: K) -> V | None:
         return self._data.get(key)
 
-    def put(self, key: K, value: V) -> None:
+    def install(self, key: K, value: V) -> None:
         data = self._data
         data[key] = value
         data.move_to_end(key)
@@ -105,11 +105,11 @@ class LRU(Generic[K, V]):
             self._stored_at.pop(oldest, None)
             self.evictions += 1
 
-    def pop(self, key: K) -> V | None:
+    def evict(self, key: K) -> V | None:
         self._stored_at.pop(key, None)
         return self._data.pop(key, None)
 
-    def clear(self) -> None:
+    def drop_all(self) -> None:
         self._data.clear()
         self._stored_at.clear()
 
@@ -130,14 +130,14 @@ class BoundedKeySet(Generic[K]):
         self.maxsize = maxsize
         self._keys: dict[K, None] = {}
 
-    def add(self, key: K) -> None:
+    def hold(self, key: K) -> None:
         keys = self._keys
         keys.pop(key, None)
         keys[key] = None
         if len(keys) > self.maxsize:
             del keys[next(iter(keys))]
 
-    def discard(self, key: K) -> None:
+    def unhold(self, key: K) -> None:
         self._keys.pop(key, None)
 
     def __contains__(self, key: object) -> bool:
@@ -215,7 +215,7 @@ class MemoryView:
         key = record.key
         records = self.records
         current = records.get(key)
-        self.absent.discard(key)
+        self.absent.unhold(key)
         if current is not None:
             if record.rev < current.rev:
                 return
@@ -243,15 +243,15 @@ class MemoryView:
         keys.insert(index, key)
         self._trim()
 
-    def forget(self, key: MemoryKey) -> None:
-        """Drop ``key``'s row and note it absent. Unversioned: see :meth:`remove`."""
-        self.discard(key)
-        self.absent.add(key)
+    def forget_row(self, key: MemoryKey) -> None:
+        """Drop ``key``'s row and note it absent. Unversioned: see :meth:`mirror_removal`."""
+        self.let_go(key)
+        self.absent.hold(key)
         if self._scopes:
             for scoped in self._scopes.values():
-                scoped.forget(key)
+                scoped.forget_row(key)
 
-    def discard(self, key: MemoryKey) -> None:
+    def let_go(self, key: MemoryKey) -> None:
         """Let ``key``'s row go (it is not known absent: it moved elsewhere)."""
         record = self.records.pop(key, None)
         if record is not None:
@@ -265,9 +265,23 @@ class MemoryView:
         return loaded is None or loaded <= since_ms
 
     def scoped(self, scope: Scope) -> ScopedRows | None:
-        """The rows kept for builds of ``scope``, if a build asked for them
-        since the view was loaded."""
-        return self._scopes.get(scope)
+        """The rows kept for builds of ``scope``, or else for a scope of its
+        lineage hiding fewer channels (a build of ``scope`` walks those and
+        passes the rest by), the one hiding most; ``None`` when none is kept."""
+        exact = self._scopes.fresh(scope)
+        if exact is not None or not self._scopes:
+            return exact
+        lineage, hidden = scope
+        best: ScopedRows | None = None
+        for kept in self._scopes.values():
+            if (kept.lineage == lineage and kept.hidden <= hidden
+                    and (best is None or len(kept.hidden) > len(best.hidden))):
+                best = kept
+        return None if best is None else self._scopes.fresh(best.scope)
+
+    def hidden_kept(self, lineage: str | None) -> list[frozenset[str]]:
+        """The hidden channels of each scope of ``lineage`` kept, most recently used last."""
+        return [kept.hidden for kept in self._scopes.values() if kept.lineage == lineage]
 
     def holders(self) -> list[MemoryView]:
         """This view and the views of its scopes: every place a row of it is held."""
@@ -278,7 +292,7 @@ class MemoryView:
     def add_scope(self, scoped: ScopedRows) -> None:
         """Keep ``scoped`` in step with this view's writes from now on (the
         least recently used scope goes past ``MAX_SCOPES_PER_VIEW``)."""
-        self._scopes.put(scoped.scope, scoped)
+        self._scopes.install(scoped.scope, scoped)
 
     def rows_held(self) -> int:
         """Rows this view holds, its scopes' included (each at most
@@ -292,7 +306,7 @@ class MemoryView:
     def drop_scope(self, scoped: ScopedRows) -> None:
         """Stop keeping ``scoped`` (its read failed)."""
         if self._scopes.peek(scoped.scope) is scoped:
-            self._scopes.pop(scoped.scope)
+            self._scopes.evict(scoped.scope)
 
     def holds_since(self, since_ms: int) -> bool:
         """A row updated at or after ``since_ms`` is held."""
@@ -314,13 +328,13 @@ class MemoryView:
         """A row held for ``key`` (here or in a scope) reached it after mark ``since``."""
         return _mirrored_after(self.holders(), key, since)
 
-    def remove(self, key: MemoryKey, since: int, mark: int) -> bool:
+    def mirror_removal(self, key: MemoryKey, since: int, mark: int) -> bool:
         """Mirror the delete of ``key`` whose database call began at mark
         ``since``; ``False`` (and nothing changed) when a held row may be
         newer than the delete."""
         if self.mirrored_after(key, since):
             return False
-        self.forget(key)
+        self.forget_row(key)
         self.removed_at = max(self.removed_at, mark)
         return True
 
@@ -400,7 +414,7 @@ def place(record: MemoryRecord) -> Place:
 Scope = tuple[str | None, frozenset[str]]
 
 #: Scopes a server's view keeps rows for (the least recently used goes).
-MAX_SCOPES_PER_VIEW = 16
+MAX_SCOPES_PER_VIEW = 64
 
 
 class ScopedRows:
@@ -444,11 +458,11 @@ class ScopedRows:
     def keys_older_than(self, cutoff_ms: int) -> list[MemoryKey]:
         return _keys_older_than(self.holders(), cutoff_ms)
 
-    def remove(self, key: MemoryKey, since: int, mark: int) -> bool:
-        """As :meth:`MemoryView.remove`."""
+    def mirror_removal(self, key: MemoryKey, since: int, mark: int) -> bool:
+        """As :meth:`MemoryView.mirror_removal`."""
         if self.mirrored_after(key, since):
             return False
-        self.forget(key)
+        self.forget_row(key)
         self.removed_at = max(self.removed_at, mark)
         return True
 
@@ -463,13 +477,13 @@ class ScopedRows:
     def apply(self, record: MemoryRecord, mark: int = 0) -> None:
         """Hold ``record`` if builds of the scope may show it. Unversioned:
         :meth:`MemoryCache.apply` decided that it may replace what is held."""
-        self.forget(record.key)
+        self.forget_row(record.key)
         if self._takes(record):
             (self.summaries if record.summary else self.crude).apply(record, mark)
 
-    def forget(self, key: MemoryKey) -> None:
-        self.summaries.discard(key)
-        self.crude.discard(key)
+    def forget_row(self, key: MemoryKey) -> None:
+        self.summaries.let_go(key)
+        self.crude.let_go(key)
 
     def newest_first(self, *, summary_since_ms: int, crude_since_ms: int
                      ) -> Iterator[MemoryRecord]:
@@ -553,12 +567,12 @@ class ChangeMarks:
         self._marks: dict[str, int] = {}
         self.floor = 0
 
-    def note(self, ident: str, mark: int) -> None:
+    def note_change(self, ident: str, mark: int) -> None:
         if len(self._marks) >= self.maxsize and ident not in self._marks:
-            self.reset(mark)
+            self.restart(mark)
         self._marks[ident] = mark
 
-    def reset(self, mark: int) -> None:
+    def restart(self, mark: int) -> None:
         self._marks.clear()
         self.floor = mark
 
@@ -676,11 +690,11 @@ class MemoryCache:
                     return False
                 superseded = True
         if superseded:
-            view.forget(key)
+            view.forget_row(key)
         view.apply(record, mark)
         return True
 
-    def forget(self, keys: Iterable[MemoryKey], since: int) -> None:
+    def forget_rows(self, keys: Iterable[MemoryKey], since: int) -> None:
         """Mirror rows deleted by a database call that began at mark ``since``:
         a cached row mirrored after that may be newer than the delete, so
         its view is dropped instead."""
@@ -688,7 +702,7 @@ class MemoryCache:
             self._removed_at = mark = self.mark()
             view = self._view_for(key)
             if view is not None:
-                if not view.remove(key, since, mark):
+                if not view.mirror_removal(key, since, mark):
                     self.drop_scopes([key])
                 self.stats.invalidations += 1
             for pending in self._loading.get(self._scope_of(key), {}).values():
@@ -700,7 +714,7 @@ class MemoryCache:
         A row applied later clears the note."""
         view = self._view_for(key)
         if view is not None and key not in view.records:
-            view.absent.add(key)
+            view.absent.hold(key)
 
     def begin_load(self, kind: str, ident: str, part: Scope | None = None) -> None:
         """A load of ``kind``'s view ``ident`` (or of its scope ``part``)
@@ -729,9 +743,9 @@ class MemoryCache:
         if isinstance(change, _Written):
             return self._take(view, change.record, change.since, change.mark)
         if isinstance(change, _Removed):
-            return view.remove(change.key, change.since, change.mark)
+            return view.mirror_removal(change.key, change.since, change.mark)
         stale = view.keys_older_than(change.cutoff_ms)
-        return all([view.remove(k, change.since, change.mark) for k in stale])
+        return all([view.mirror_removal(k, change.since, change.mark) for k in stale])
 
     def _user_memories(self, user_id: str) -> MemoryView | None:
         user = self.users.peek(user_id)
@@ -745,8 +759,8 @@ class MemoryCache:
         if self.settings_marks.changed_since(server_id, since):
             self.drop_settings(server_id)
             return
-        self.settings_marks.note(server_id, self.mark())
-        self.settings.put(server_id, settings)
+        self.settings_marks.note_change(server_id, self.mark())
+        self.settings.install(server_id, settings)
 
     def put_prefs(self, prefs: UserPrefs, since: int) -> None:
         """Mirror preferences, as :meth:`put_settings` mirrors settings."""
@@ -754,7 +768,7 @@ class MemoryCache:
         if self.prefs_marks.changed_since(user_id, since):
             self.drop_user(user_id)
             return
-        self.prefs_marks.note(user_id, self.mark())
+        self.prefs_marks.note_change(user_id, self.mark())
         user = self.users.peek(user_id)
         if user is not None:
             user.prefs = prefs
@@ -773,7 +787,7 @@ class MemoryCache:
         for user in self.users.values():
             stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
         if stale:
-            self.forget(stale, since)
+            self.forget_rows(stale, since)
 
     def cached_record(self, key: MemoryKey) -> MemoryRecord | None:
         view = self._view_for(key)
@@ -789,33 +803,33 @@ class MemoryCache:
         changed them); they reload from the database on next use."""
         for key in keys:
             if key.scope_kind == "server":
-                self.servers.pop(key.server_id)
+                self.servers.evict(key.server_id)
             else:
-                self.users.pop(key.user_id)
+                self.users.evict(key.user_id)
         self.epoch += 1
         self.stats.invalidations += 1
 
     def drop_settings(self, server_id: str) -> None:
-        self.settings_marks.note(server_id, self.mark())
-        self.settings.pop(server_id)
+        self.settings_marks.note_change(server_id, self.mark())
+        self.settings.evict(server_id)
         self.epoch += 1
         self.stats.invalidations += 1
 
     def drop_user(self, user_id: str) -> None:
-        self.prefs_marks.note(user_id, self.mark())
-        self.users.pop(user_id)
+        self.prefs_marks.note_change(user_id, self.mark())
+        self.users.evict(user_id)
         self.epoch += 1
         self.stats.invalidations += 1
 
-    def clear(self) -> None:
+    def drop_all(self) -> None:
         """Drop everything (its state is unknown); what any call that began
         before now read or wrote is not installed."""
         self._removed_at = mark = self.mark()
-        self.settings_marks.reset(mark)
-        self.prefs_marks.reset(mark)
-        self.settings.clear()
-        self.servers.clear()
-        self.users.clear()
+        self.settings_marks.restart(mark)
+        self.prefs_marks.restart(mark)
+        self.settings.drop_all()
+        self.servers.drop_all()
+        self.users.drop_all()
         self.epoch += 1
         self.stats.invalidations += 1
 

@@ -135,15 +135,15 @@ class Engine:
         this path, without a coroutine per read."""
         cache = self._cache
         window = (self.clock.now_ms() if now_ms is None else now_ms) - self.settings.longest_ttl_ms
-        user = cache.users.get(user_id)
+        user = cache.users.fresh(user_id)
         if user is None or not user.memories.covers(window):
             return None
         if server_id is None:
             cache.stats.hits += 1
             telemetry.counts.user_hits += 1
             return self.profiles.profile("", None), user, None
-        settings = cache.settings.get(server_id)
-        server = cache.servers.get(server_id) if settings is not None else None
+        settings = cache.settings.fresh(server_id)
+        server = cache.servers.fresh(server_id) if settings is not None else None
         if server is None or not server.covers(window):
             return None
         cache.stats.hits += 3
@@ -161,7 +161,7 @@ class Engine:
         mark taken before it), installed by ``install`` unless views were
         dropped meanwhile (the epoch moved: what it read may be stale)."""
         cache = self._cache
-        cached = lru.get(ident)
+        cached = lru.fresh(ident)
         if cached is not None and usable(cached):
             cache.stats.hits += 1
             _count(kind, hit=True)
@@ -219,8 +219,11 @@ class Engine:
                 self.adapter.load_server_memories(server_id, updated_since_ms=since)))
 
         servers = self._cache.servers
-        return await self._cached("server", server_id, servers, read,
-                                  lambda view, _: servers.put(server_id, view), self._covers_now)
+
+        def install(view: MemoryView, _: int) -> None:
+            servers.install(server_id, view)
+
+        return await self._cached("server", server_id, servers, read, install, self._covers_now)
 
     async def user_view(self, user_id: str) -> UserView:
         cache = self._cache
@@ -237,7 +240,7 @@ class Engine:
 
         def install(view: UserView, began: int) -> None:
             if not cache.prefs_marks.changed_since(user_id, began):
-                cache.users.put(user_id, view)
+                cache.users.install(user_id, view)
 
         return await self._cached("user", user_id, cache.users, read, install,
                                   lambda view: self._covers_now(view.memories))
@@ -255,7 +258,7 @@ class Engine:
         is replayed onto it, and it is kept only when that order is known
         and ``view`` is still the server's view."""
         cached = view.scoped(scope)
-        if cached is not None:
+        if cached is not None and cached.scope == scope and cached.max_rows >= max_rows:
             return cached
         cache, env = self._cache, self.settings
 
@@ -280,7 +283,7 @@ class Engine:
             assert scoped is not None
             return scoped  # writes kept racing the read: this build's answer only
 
-        return await self._single_flight(("scope", server_id, scope), load)
+        return await self._single_flight(("scope", server_id, scope, max_rows), load)
 
     async def live_record(self, key: MemoryKey) -> MemoryRecord | None:
         """The row of ``key``, however old (its counter is the truth even after
@@ -420,11 +423,11 @@ class Engine:
             if flt.scope_kind == "user" and flt.user_id is not None:
                 self._cache.drop_user(flt.user_id)
             else:
-                self._cache.clear()
+                self._cache.drop_all()
 
         removed, since = await self._database_first(
             lambda: self.adapter.delete_memories(flt), drop)
-        self._cache.forget(removed, since)
+        self._cache.forget_rows(removed, since)
         return removed
 
     async def write_settings(self, server_id: str,
@@ -447,7 +450,7 @@ class Engine:
 
         (stored, removed), since = await self._database_first(write, drop)
         self._cache.put_settings(stored, since)
-        self._cache.forget(removed, since)
+        self._cache.forget_rows(removed, since)
         return stored, removed
 
     async def write_prefs(self, user_id: str,
@@ -495,7 +498,7 @@ class Engine:
     def flush(self) -> None:
         """Drop the whole cache (what other processes changed meanwhile is
         unknown); what any call that began before now read is not installed."""
-        self._cache.clear()
+        self._cache.drop_all()
         self._cache.stats.flushes += 1
 
     def heard(self, notice: ChangeNotice) -> list[MemoryKey]:
@@ -553,7 +556,7 @@ class Engine:
             cache.drop_scopes([key])
             raise
         if record is None:
-            cache.forget([key], since)
+            cache.forget_rows([key], since)
         else:
             cache.apply([record], since)
 

@@ -67,6 +67,10 @@ OWN, FOLDED = 1, 0
 #: the turn's own channel's and rows hidden by policies that do not declare
 #: them; the view keeps many scopes of this size for about the rows of one.
 SCOPE_ROWS = 128
+#: A scope's rows grow to at most this many times its view's bound, while a
+#: build cannot tell its walk is exact (policies hiding rows they do not
+#: declare): the walk stays bounded.
+SCOPE_DEPTH = 4
 
 
 #: Stages 2 to 6's answer: the other-channel rows to show, newest first,
@@ -110,8 +114,10 @@ async def newest_visible(engine: Engine, turn: Turn, loaded: Loaded,
     server = loaded.server
     scoped = None
     if server is not None and _may_miss(server, loaded.now_ms, engine.settings):
-        scoped = await scoped_rows(engine, turn, loaded, server, _scope(turn, policies, ctx))
-    shown = _walk(engine, loaded, few, ctx, policies, scoped)
+        shown, scoped = await _walk_scoped(engine, turn, loaded, few, ctx, policies, server,
+                                           _scope(turn, policies, ctx))
+    else:
+        shown = _walk(engine, loaded, few, ctx, policies, None)
     users_exact, own_exact = _exact(engine, loaded, shown, scoped)
     if users_exact and own_exact:
         return shown, servers
@@ -119,6 +125,46 @@ async def newest_visible(engine: Engine, turn: Turn, loaded: Loaded,
                                  own=not own_exact)
     few, servers, ctx = await _candidates(engine, turn, unbounded)
     return _walk(engine, unbounded, few, ctx, policies, scoped if own_exact else None), servers
+
+
+async def _walk_scoped(engine: Engine, turn: Turn, loaded: Loaded, few: list[MemoryRecord],
+                       ctx: VisibilityContext, policies: Sequence[VisibilityPolicy],
+                       server: MemoryView, scope: Scope
+                       ) -> tuple[list[MemoryRecord], ScopedRows]:
+    """The walk over the rows kept for ``scope`` (or for a scope of its
+    lineage hiding fewer channels), reading them when none are kept, and
+    again when the walk cannot tell its answer is exact: first the rows of
+    ``scope`` itself, then deeper ones, up to ``SCOPE_DEPTH`` views' worth.
+    A first read for a lineage whose scopes hide other channels reads the
+    scope hiding only the channels both hide, so builds of users with hidden
+    channels of their own share it."""
+    env = engine.settings
+    deepest = SCOPE_DEPTH * server.max_rows
+    scoped = engine.cached_scope(server, scope)
+    if scoped is None:
+        lineage, hidden = scope
+        kept = server.hidden_kept(lineage)
+        shared = (lineage, hidden & kept[-1]) if kept else scope
+        first = min(server.max_rows, max(SCOPE_ROWS, 8 * env.max_other_channels))
+        scoped = await _read_scope(engine, turn, loaded, server, shared, first)
+    while True:
+        shown = _walk(engine, loaded, few, ctx, policies, scoped)
+        if _own_exact(server, scoped, shown, loaded.now_ms, env):
+            return shown, scoped
+        if scoped.hidden != scope[1]:
+            scoped = await _read_scope(engine, turn, loaded, server, scope, scoped.max_rows)
+        elif scoped.max_rows < deepest:
+            scoped = await _read_scope(engine, turn, loaded, server, scope,
+                                       min(deepest, 4 * scoped.max_rows))
+        else:
+            return shown, scoped
+
+
+async def _read_scope(engine: Engine, turn: Turn, loaded: Loaded, server: MemoryView,
+                      scope: Scope, max_rows: int) -> ScopedRows:
+    assert turn.server_id is not None
+    return await engine.scope_rows(turn.server_id, server, scope, now_ms=loaded.now_ms,
+                                   max_rows=max_rows)
 
 
 def _exact(engine: Engine, loaded: Loaded, shown: list[MemoryRecord], scoped: ScopedRows | None
@@ -180,16 +226,6 @@ def _may_miss(view: MemoryView, now_ms: int, env: Settings) -> bool:
     """``view`` dropped rows that may not have expired yet."""
     dropped = view.dropped_through
     return dropped is not None and dropped[0] >= now_ms - env.longest_ttl_ms
-
-
-async def scoped_rows(engine: Engine, turn: Turn, loaded: Loaded, server: MemoryView,
-                      scope: Scope) -> ScopedRows:
-    """The rows of ``server`` a build of ``scope`` may show (the engine keeps
-    them on the view, or reads them once)."""
-    assert turn.server_id is not None
-    cap = engine.settings.max_other_channels
-    return await engine.scope_rows(turn.server_id, server, scope, now_ms=loaded.now_ms,
-                                   max_rows=min(server.max_rows, max(SCOPE_ROWS, 8 * cap)))
 
 
 async def _unbounded(engine: Engine, turn: Turn, loaded: Loaded, *, users: bool,
