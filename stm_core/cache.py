@@ -15,6 +15,8 @@ Rules (DESIGN, Storage):
   order cannot be told, the view is dropped and reloads from the database. A
   row's ``rev`` cannot decide this alone: a deleted row written again starts
   at rev 1;
+* a view remembers its load window (:meth:`MemoryView.covers`): a build
+  whose window starts earlier (the clock stepped back) reloads it;
 * every map is an LRU with a configured bound, and each view holds at most
   ``cache_max_rows_per_view`` rows (the newest) and as many known-absent
   keys, so memory stays flat however many servers, users and channels are
@@ -431,8 +433,12 @@ class ScopedRows:
     walks the two newest first and skips what expired by one binary search
     (crude rows expire first, so they may stand above summaries that still
     show). Rows without a summary that had already expired when the scope
-    was made (``crude_since_ms``) are left out: time only moves on, so they
-    never show again. Rows come in by :meth:`apply`, as into a view.
+    was made (``crude_since_ms``) are left out (a build on a clock that
+    stepped back before it cannot trust the scope, and reads). Rows come in
+    by :meth:`apply`, as into a view, under the same change marks: a scope
+    is read through :meth:`MemoryCache.new_scope` with the changes of its
+    read replayed (:meth:`MemoryCache.end_load`), and a write replaces a row
+    a scope holds by :meth:`MemoryCache.apply`'s rule, not by ``rev`` alone.
     """
 
     def __init__(self, scope: Scope, rows: Iterable[MemoryRecord] = (), *,

@@ -14,12 +14,16 @@ kept. Once a server's view has dropped rows that have not expired, the walk
 takes the view's rows for the build's scope instead
 (:class:`~stm_core.cache.ScopedRows`: the turn's persona lineage, without the
 channels its visibility policies declare hidden, without rows that expired):
-read once from the database when a build first asks for them, then kept in
-step with every write. So neither another lineage's rows, nor private
-channels', nor expired ones stand in the way of a warm build. When rows a
-view dropped could still have made the cut (:func:`exact`), the walk runs
-again over the rows read from the database: the answer is always the one an
-unbounded cache would give.
+read by the engine when a build first asks for them (one read for
+concurrent builds), then kept in step with every write. A build may walk a
+kept scope of its lineage that hides fewer channels (its policies pass the
+rest by), so users with channels of their own hidden share one. So neither
+another lineage's rows, nor private channels', nor expired ones stand in the
+way of a warm build. When the walk cannot tell it is exact, the scope is
+read deeper, up to ``SCOPE_DEPTH`` views' worth of rows (policies that hide
+without declaring); when rows dropped could still have made the cut
+(:func:`exact`), the walk runs again over the rows read from the database:
+the answer is always the one an unbounded cache would give.
 
 A build first asks :func:`cached_visible`, the walk when the cache holds
 everything it needs (the usual turn): no coroutine, no read. When it does

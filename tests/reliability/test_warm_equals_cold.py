@@ -2,13 +2,16 @@
 database at the same clock time (DESIGN decision 19).
 
 Generated sequences of turns, tool calls, every admin mutation, the janitor,
-undo/restore/forget and clock moves onto every TTL, freshness and retention
-boundary, some steps run concurrently with ``asyncio.gather``, run against one
+undo/restore/forget, clock moves onto every TTL, freshness and retention
+boundary and back, and another store on the same database deleting and
+rewriting a channel's rows (heard at once afterwards, as a busy loop hears
+it), some steps run concurrently with ``asyncio.gather``, run against one
 store that stays open. After each step a second store is opened on the same
 SQLite file with the same clock, and every probe turn of the world
 (:mod:`.warm_cold`) must get the same ``build_context``, ``tool_schema`` and
 ``tool_available`` from both. A variant runs with caches so small that every
-step evicts. The PostgreSQL variant writes from a second process and compares
+step evicts, and one whose views drop rows (builds walk the rows kept per
+lineage). The PostgreSQL variant writes from a second process and compares
 once its change notices have arrived.
 """
 
