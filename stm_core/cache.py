@@ -21,8 +21,9 @@ Rules (DESIGN, Storage):
   ``cache_max_rows_per_view`` rows (the newest) and as many known-absent
   keys, so memory stays flat however many servers, users and channels are
   touched; a server's view also keeps at most ``MAX_SCOPES_PER_VIEW``
-  :class:`ScopedRows` of at most as many rows (far fewer by default: see
-  :mod:`stm_core.pipeline.recent`);
+  :class:`ScopedRows`, each of a bounded number of rows (see
+  :mod:`stm_core.pipeline.recent`: ``SCOPE_ROWS``, deeper only for
+  policies that hide rows without declaring them);
 * each view keeps its rows in recency order (oldest first), so a build walks
   the newest rows and stops at the cap instead of sorting the whole server;
 * with several processes on one database, other processes' writes arrive as
@@ -297,8 +298,8 @@ class MemoryView:
         self._scopes.install(scoped.scope, scoped)
 
     def rows_held(self) -> int:
-        """Rows this view holds, its scopes' included (each at most
-        ``max_rows``: at most ``(1 + MAX_SCOPES_PER_VIEW) x max_rows``)."""
+        """Rows this view holds, its scopes' included (each scope bounded by
+        the rows it was read for)."""
         return len(self.records) + sum(map(len, self._scopes.values()))
 
     def keys_older_than(self, cutoff_ms: int) -> list[MemoryKey]:
