@@ -31,6 +31,7 @@ scopes, and the rows the builds showed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
@@ -128,6 +129,7 @@ def _turns(server: str, count: int, mix: str | None = None) -> list[Turn]:
             for i, t in enumerate(turns)]
 
 
+@functools.lru_cache(maxsize=USERS)
 def _hidden_of(user: str | None, large: int) -> frozenset[str]:
     """A user's own hidden channels, among the newest rows of the big server."""
     number = int((user or "user0")[4:])

@@ -194,6 +194,8 @@ class MemoryView:
         #: dropped for the bound.
         self.dropped_through: Place | None = None
         self._scopes: LRU[Scope, ScopedRows] = LRU(MAX_SCOPES_PER_VIEW)
+        #: Scopes asked for and not kept, by the kept scope found for them.
+        self._walked_instead: LRU[Scope, Scope] = LRU(4 * MAX_SCOPES_PER_VIEW)
         #: Change marks (:meth:`MemoryCache.mark`): when each row written since
         #: the view was made reached it; the loaded rows count as ``made_at``.
         self.marks: dict[MemoryKey, int] = {}
@@ -271,16 +273,23 @@ class MemoryView:
         """The rows kept for builds of ``scope``, or else for a scope of its
         lineage hiding fewer channels (a build of ``scope`` walks those and
         passes the rest by), the one hiding most; ``None`` when none is kept."""
-        exact = self._scopes.fresh(scope)
-        if exact is not None or not self._scopes:
+        scopes = self._scopes
+        exact = scopes.fresh(scope)
+        if exact is not None or not scopes:
             return exact
+        seen = self._walked_instead.fresh(scope)  # the usual build of such a scope
+        if seen is not None and (found := scopes.fresh(seen)) is not None:
+            return found
         lineage, hidden = scope
         best: ScopedRows | None = None
-        for kept in self._scopes.values():
+        for kept in scopes.values():
             if (kept.lineage == lineage and kept.hidden <= hidden
                     and (best is None or len(kept.hidden) > len(best.hidden))):
                 best = kept
-        return None if best is None else self._scopes.fresh(best.scope)
+        if best is None:
+            return None
+        self._walked_instead.install(scope, best.scope)
+        return scopes.fresh(best.scope)
 
     def hidden_kept(self, lineage: str | None) -> list[frozenset[str]]:
         """The hidden channels of each scope of ``lineage`` kept, most recently used last."""
