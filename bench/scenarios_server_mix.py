@@ -16,7 +16,10 @@ where the newest rows are not the ones a build may show:
   lineages and over users who each have channels of their own hidden (a
   visibility policy declaring per-user hidden channels): 64 lineages times
   16 hidden sets, where a view used to keep 16 scopes. Its builds run on a
-  second store on the same file, the one with that policy.
+  second store on the same file, the one with that policy, and its floor is
+  the same rotating turns in a 500-channel server of 64 lineages
+  (``many_scopes_base``, on that store too): the tidy server's turns repeat
+  one lineage and one user, whose answers a build hands out again.
 
 Against each, the same turns in a server of 500 public channels of one
 lineage (``server_scale``'s small server). The target is stated in p99:
@@ -139,17 +142,16 @@ def _hidden_of(user: str | None, large: int) -> frozenset[str]:
 class PerUserHidden:
     """A host's policy: each user has a few channels of the server hidden, declared."""
 
-    def __init__(self, server: str, large: int) -> None:
-        self.server, self.large = server, large
+    def __init__(self, rows: dict[str, int]) -> None:
+        self.rows = rows
 
     @hookimpl
     def stm_visibility_policies(self) -> list[VisibilityPolicy]:
-        server, large = self.server, self.large
+        rows = self.rows
 
         def hidden(ctx: VisibilityContext) -> frozenset[str]:
-            if ctx.turn.server_id != server:
-                return frozenset()
-            return _hidden_of(ctx.turn.user_id, large)
+            count = rows.get(ctx.turn.server_id or "")
+            return frozenset() if count is None else _hidden_of(ctx.turn.user_id, count)
 
         @hides_channels(hidden)
         def per_user(entry: MemoryRecord, ctx: VisibilityContext) -> bool | None:
@@ -189,8 +191,11 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
     servers: dict[str, str | None] = {w.server_id(BASE): None}
     servers.update({w.server_id(BASE + 1 + n): mix for n, mix in enumerate(MIXES)})
     counts = {server: small if mix is None else large for server, mix in servers.items()}
+    many_base = w.server_id(BASE + 1 + len(MIXES))
+    servers[many_base], counts[many_base] = "many_scopes", small
     _seed(path, servers, counts, now)
     names = {server: mix or "base" for server, mix in servers.items()}
+    names[many_base] = "many_scopes_base"
     per_round = max(cfg.turns // 4, 5)
     count = max(cfg.warmup, 1) + cfg.rounds * per_round
     turns = {server: _turns(server, count, mix) for server, mix in servers.items()}
@@ -198,15 +203,17 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
     details: dict[str, Any] = {}
     async with open_bench_store(sqlite_url(path), clock) as stm, \
             open_bench_store(sqlite_url(path), clock) as scoped_store:
-        scoped_store.pm.register(PerUserHidden(many, large), name="per-user-hidden")
-        store = {server: scoped_store if server == many else stm for server in servers}
+        scoped_store.pm.register(PerUserHidden({many: large, many_base: small}),
+                                 name="per-user-hidden")
+        store = {server: scoped_store if mix == "many_scopes" else stm
+                 for server, mix in servers.items()}
         private_server = w.server_id(BASE + 1 + MIXES.index("private"))
         hidden = frozenset(_channel(n) for n in range(large - large // 10, large))
         await stm.engine.write_settings(private_server, lambda: stm.adapter.update_server_settings(
             private_server, {"private_channel_ids": hidden}, now_ms=now))
         shown: dict[str, int] = {}
         for server in servers:
-            warm = ACTIVE if server != many else 2 * LINEAGES * USERS
+            warm = ACTIVE if servers[server] != "many_scopes" else 2 * LINEAGES * USERS
             for turn in turns[server][:warm]:  # loads, probes and reads each scope once
                 context = await store[server].build_context(turn)
             shown[names[server]] = sum(item.kind == "other_channels"
@@ -220,9 +227,10 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
             view = await store[server].engine.server_memories(server)
             details[names[server]] = {"rows": counts[server], "rows_in_view": len(view.records),
                                       "rows_held_with_scopes": view.rows_held()}
-    base = stats["server_mix_build_base"]
     out: dict[str, Any] = {}
     for mix in MIXES:
+        base = stats["server_mix_build_many_scopes_base" if mix == "many_scopes"
+                     else "server_mix_build_base"]
         big = stats[f"server_mix_build_{mix}"]
         out[f"server_mix_{mix}"] = round(big.p99_us / base.p99_us, 3)
         details[mix]["median_ratio"] = ratio(big, base)
