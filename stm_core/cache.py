@@ -315,11 +315,6 @@ class MemoryView:
         """Keys of the rows held (its scopes' included) updated before ``cutoff_ms``."""
         return _keys_older_than(self.holders(), cutoff_ms)
 
-    def drop_scope(self, scoped: ScopedRows) -> None:
-        """Stop keeping ``scoped`` (its read failed)."""
-        if self._scopes.peek(scoped.scope) is scoped:
-            self._scopes.evict(scoped.scope)
-
     def holds_since(self, since_ms: int) -> bool:
         """A row updated at or after ``since_ms`` is held."""
         times = self._times
