@@ -170,3 +170,24 @@ def cache_changes_outside_the_engine() -> list[str]:
 
 def test_only_the_engine_changes_the_cache() -> None:
     assert cache_changes_outside_the_engine() == []
+
+
+# -- docs/reliability.md's cache promises name real things --------------------------------
+
+RELIABILITY = DOC.parent / "reliability.md"
+
+
+def test_the_cache_promises_name_real_tests_settings_and_homes() -> None:
+    from stm_core.engine import Engine
+    from stm_core.settings import RULES
+
+    text = RELIABILITY.read_text(encoding="utf-8")
+    section = text.split("### What a long-lived store's cache promises", 1)[1].split("\n## ", 1)[0]
+    tests = set(re.findall(r"`(test_\w+\.py)`", section))
+    assert tests >= {"test_scope_rewrites.py", "test_clock_steps_back.py",
+                     "test_warm_equals_cold.py"}
+    for name in tests:
+        assert (ROOT.parent / "tests" / "reliability" / name).exists(), name
+    variables = {rule.var for rule in RULES.values()}
+    assert set(re.findall(r"`(STM_\w+)`", section)) <= variables
+    assert "`Engine.max_view_age_ms`" in section and hasattr(Engine, "max_view_age_ms")
