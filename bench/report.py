@@ -689,7 +689,9 @@ def _server_mix_section(r: dict[str, Any]) -> list[str]:
     small, large = s["channels"]
     out = ["", "## One server, hard mixes", "",
            f"Warm `build_context` in a server of {large:,} rows of each mix, against the same "
-           f"turns in {small:,} tidy channels: p99 over p99 (target ≤ 2) and median over "
+           f"turns in {small:,} tidy channels (`many_scopes`: the same turns, rotating over "
+           f"64 lineages and 16 users with hidden channels of their own, in {small:,} "
+           f"channels): p99 over p99 (target ≤ 2) and median over "
            f"median. Database reads made by the timed builds: "
            f"{_fmt(s.get('db_reads_in_timed_builds'))}.", "",
            "| mix | p99 ratio | median ratio | rows held (view + scopes) |",

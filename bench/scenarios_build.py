@@ -104,7 +104,7 @@ async def _run(cfg: RunConfig, seeds: tuple[w.ChannelSeed, ...], servers: dict[s
         timed_builds = len(MODES) * (cfg.rounds * cfg.build_turns + max(cfg.warmup, 1))
         calls = dict(proxy.calls)  # before the store closes (closing is a call too)
         # The proxy does see the database: the same build on a cold cache calls it.
-        stm.cache.clear()
+        stm.engine.flush()
         await stm.build_context(turns[MODES[0]])
         cold_calls = proxy.total - sum(calls.values())
 

@@ -185,7 +185,7 @@ async def _wake(url: str, servers: list[str]) -> dict[str, Any]:
     """Every server's first turn at once on one fresh store."""
     async with open_bench_store(url, ManualClock(w.EPOCH_MS)) as stm:
         await stm.build_context(_turn(w.server_id(SMALL), 0))  # imports, compiles
-        stm.cache.clear()
+        stm.engine.flush()
         statements = count_statements(stm)
         gc.collect()
 

@@ -11,7 +11,15 @@ where the newest rows are not the ones a build may show:
 * ``private``: the newest tenth is in private channels;
 * ``threads``: 90 % of rows are threads under five parent channels;
 * ``expired``: 90 % of rows are crude rows past their 12 h TTL but inside the
-  24 h load window, newer than the summaries that still show.
+  24 h load window, newer than the summaries that still show;
+* ``many_scopes``: rows of 64 persona lineages, and builds rotating over the
+  lineages and over users who each have channels of their own hidden (a
+  visibility policy declaring per-user hidden channels): 64 lineages times
+  16 hidden sets, where a view used to keep 16 scopes. Its builds run on a
+  second store on the same file, the one with that policy, and its floor is
+  the same rotating turns in a 500-channel server of 64 lineages
+  (``many_scopes_base``, on that store too): the tidy server's turns repeat
+  one lineage and one user, whose answers a build hands out again.
 
 Against each, the same turns in a server of 500 public channels of one
 lineage (``server_scale``'s small server). The target is stated in p99:
@@ -26,11 +34,14 @@ scopes, and the rows the builds showed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from bench import workload as w
 from bench.config import RunConfig
@@ -38,11 +49,18 @@ from bench.harness import interleave, ratio
 from bench.seeding import TABLE, check_schema
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
+from hookspecs import hookimpl
 from stm_core.clock import ManualClock
 from stm_core.models import Turn
+from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hides_channels
+from stm_core.storage.records import MemoryRecord
 from stm_core.store import Stm
 
-MIXES = ("ties", "other_lineage", "private", "threads", "expired")
+MIXES = ("ties", "other_lineage", "private", "threads", "expired", "many_scopes")
+#: ``many_scopes``: persona lineages, and users each with channels of their own hidden.
+LINEAGES = 64
+USERS = 16
+HIDDEN_PER_USER = 4
 #: Seeded servers are numbered from here (away from other scenarios' ids).
 BASE = 4_000_000
 #: Channels turns talk in: no row of their own.
@@ -77,6 +95,8 @@ def _rows(server: str, mix: str | None, count: int, now: int
             at = now - HOUR_MS
         elif mix == "other_lineage" and n >= newest_tenth:
             lineage = "other"
+        elif mix == "many_scopes":
+            lineage = f"L{n % LINEAGES}"
         elif mix == "threads" and n % 10:
             parent = w.channel_id(n % 5)
         elif mix == "expired":
@@ -103,9 +123,40 @@ def _seed(path: Path, servers: dict[str, str | None], counts: dict[str, int], no
         conn.commit()
 
 
-def _turns(server: str, count: int) -> list[Turn]:
+def _turns(server: str, count: int, mix: str | None = None) -> list[Turn]:
     names = {w.channel_id(c): f"chan-{c}" for c in range(ACTIVE)}
-    return [w.build_turn(server, w.channel_id(i % ACTIVE), names) for i in range(count)]
+    turns = [w.build_turn(server, w.channel_id(i % ACTIVE), names) for i in range(count)]
+    if mix != "many_scopes":
+        return turns
+    return [attrs.evolve(t, persona_lineage_id=f"L{i % LINEAGES}", user_id=f"user{i % USERS}")
+            for i, t in enumerate(turns)]
+
+
+@functools.lru_cache(maxsize=USERS)
+def _hidden_of(user: str | None, large: int) -> frozenset[str]:
+    """A user's own hidden channels, among the newest rows of the big server."""
+    number = int((user or "user0")[4:])
+    return frozenset(_channel(large - 1 - USERS * k - number) for k in range(HIDDEN_PER_USER))
+
+
+class PerUserHidden:
+    """A host's policy: each user has a few channels of the server hidden, declared."""
+
+    def __init__(self, rows: dict[str, int]) -> None:
+        self.rows = rows
+
+    @hookimpl
+    def stm_visibility_policies(self) -> list[VisibilityPolicy]:
+        rows = self.rows
+
+        def hidden(ctx: VisibilityContext) -> frozenset[str]:
+            count = rows.get(ctx.turn.server_id or "")
+            return frozenset() if count is None else _hidden_of(ctx.turn.user_id, count)
+
+        @hides_channels(hidden)
+        def per_user(entry: MemoryRecord, ctx: VisibilityContext) -> bool | None:
+            return False if entry.key.channel_id in hidden(ctx) else None
+        return [per_user]
 
 
 def _build(stm: Stm, turns: list[Turn]) -> Callable[[int], Awaitable[object]]:
@@ -140,40 +191,53 @@ async def run(cfg: RunConfig) -> dict[str, Any]:
     servers: dict[str, str | None] = {w.server_id(BASE): None}
     servers.update({w.server_id(BASE + 1 + n): mix for n, mix in enumerate(MIXES)})
     counts = {server: small if mix is None else large for server, mix in servers.items()}
+    many_base = w.server_id(BASE + 1 + len(MIXES))
+    servers[many_base], counts[many_base] = "many_scopes", small
     _seed(path, servers, counts, now)
     names = {server: mix or "base" for server, mix in servers.items()}
+    names[many_base] = "many_scopes_base"
     per_round = max(cfg.turns // 4, 5)
     count = max(cfg.warmup, 1) + cfg.rounds * per_round
-    turns = {server: _turns(server, count) for server in servers}
+    turns = {server: _turns(server, count, mix) for server, mix in servers.items()}
+    many = w.server_id(BASE + 1 + MIXES.index("many_scopes"))
     details: dict[str, Any] = {}
-    async with open_bench_store(sqlite_url(path), clock) as stm:
+    async with open_bench_store(sqlite_url(path), clock) as stm, \
+            open_bench_store(sqlite_url(path), clock) as scoped_store:
+        scoped_store.pm.register(PerUserHidden({many: large, many_base: small}),
+                                 name="per-user-hidden")
+        store = {server: scoped_store if mix == "many_scopes" else stm
+                 for server, mix in servers.items()}
         private_server = w.server_id(BASE + 1 + MIXES.index("private"))
         hidden = frozenset(_channel(n) for n in range(large - large // 10, large))
         await stm.engine.write_settings(private_server, lambda: stm.adapter.update_server_settings(
             private_server, {"private_channel_ids": hidden}, now_ms=now))
         shown: dict[str, int] = {}
         for server in servers:
-            for turn in turns[server][:ACTIVE]:  # loads, probes and reads each scope once
-                context = await stm.build_context(turn)
+            warm = ACTIVE if servers[server] != "many_scopes" else 2 * LINEAGES * USERS
+            for turn in turns[server][:warm]:  # loads, probes and reads each scope once
+                context = await store[server].build_context(turn)
             shown[names[server]] = sum(item.kind == "other_channels"
                                        for item in context.memory_items)
         reads = count_reads(stm)
-        stats = await interleave({f"server_mix_build_{names[s]}": _build(stm, turns[s])
+        scoped_reads = count_reads(scoped_store)
+        stats = await interleave({f"server_mix_build_{names[s]}": _build(store[s], turns[s])
                                   for s in servers},
                                  rounds=cfg.rounds, turns=per_round, warmup=cfg.warmup)
         for server in servers:
-            view = await stm.engine.server_memories(server)
+            view = await store[server].engine.server_memories(server)
             details[names[server]] = {"rows": counts[server], "rows_in_view": len(view.records),
                                       "rows_held_with_scopes": view.rows_held()}
-    base = stats["server_mix_build_base"]
     out: dict[str, Any] = {}
     for mix in MIXES:
+        base = stats["server_mix_build_many_scopes_base" if mix == "many_scopes"
+                     else "server_mix_build_base"]
         big = stats[f"server_mix_build_{mix}"]
         out[f"server_mix_{mix}"] = round(big.p99_us / base.p99_us, 3)
         details[mix]["median_ratio"] = ratio(big, base)
     out["server_mix"] = {"channels": [small, large], "views": details,
                          "max_rows_per_view": stm.settings.cache_max_rows_per_view,
-                         "db_reads_in_timed_builds": sum(reads.values()),
+                         "db_reads_in_timed_builds": sum(reads.values())
+                         + sum(scoped_reads.values()),
                          "other_channel_blocks_shown": shown}
     out["scenarios"] = {name: s.to_json() for name, s in stats.items()}
     return out

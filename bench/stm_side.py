@@ -137,7 +137,7 @@ async def seed_typical_server(stm: Stm, server: str, seeds: Sequence[w.ChannelSe
             key=key, now_ms=at, set_summary=seed.summary is not None, summary=seed.summary,
             set_categories=bool(seed.categories), categories=seed.categories,
             persona_lineage_id=w.LINEAGE_ID)])
-    stm.cache.clear()
+    stm.engine.flush()
 
 
 def compiled_capture(stm: Stm, rows: int) -> Compiled:

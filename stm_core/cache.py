@@ -15,12 +15,15 @@ Rules (DESIGN, Storage):
   order cannot be told, the view is dropped and reloads from the database. A
   row's ``rev`` cannot decide this alone: a deleted row written again starts
   at rev 1;
+* a view remembers its load window (:meth:`MemoryView.covers`): a build
+  whose window starts earlier (the clock stepped back) reloads it;
 * every map is an LRU with a configured bound, and each view holds at most
   ``cache_max_rows_per_view`` rows (the newest) and as many known-absent
   keys, so memory stays flat however many servers, users and channels are
   touched; a server's view also keeps at most ``MAX_SCOPES_PER_VIEW``
-  :class:`ScopedRows` of at most as many rows (far fewer by default: see
-  :mod:`stm_core.pipeline.recent`);
+  :class:`ScopedRows`, each of a bounded number of rows (see
+  :mod:`stm_core.pipeline.recent`: ``SCOPE_ROWS``, deeper only for
+  policies that hide rows without declaring them);
 * each view keeps its rows in recency order (oldest first), so a build walks
   the newest rows and stops at the cap instead of sorting the whole server;
 * with several processes on one database, other processes' writes arrive as
@@ -34,7 +37,6 @@ user-scope memories), because that is what one turn reads.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 from bisect import bisect_left
 from collections import OrderedDict
@@ -74,7 +76,7 @@ class LRU(Generic[K, V]):
             now = now_ms()
             self._stored_at.update(dict.fromkeys(self._data, now))
 
-    def get(self, key: K) -> V | None:
+    def fresh(self, key: K) -> V | None:
         data = self._data
         value = data.get(key)
         if value is not None:
@@ -87,14 +89,14 @@ class LRU(Generic[K, V]):
         assert self._now_ms is not None and self._max_age_ms is not None
         if self._now_ms() - self._stored_at.get(key, 0) <= self._max_age_ms:
             return False
-        self.pop(key)
+        self.evict(key)
         self.expired += 1
         return True
 
     def peek(self, key: K) -> V | None:
         return self._data.get(key)
 
-    def put(self, key: K, value: V) -> None:
+    def install(self, key: K, value: V) -> None:
         data = self._data
         data[key] = value
         data.move_to_end(key)
@@ -106,11 +108,11 @@ class LRU(Generic[K, V]):
             self._stored_at.pop(oldest, None)
             self.evictions += 1
 
-    def pop(self, key: K) -> V | None:
+    def evict(self, key: K) -> V | None:
         self._stored_at.pop(key, None)
         return self._data.pop(key, None)
 
-    def clear(self) -> None:
+    def drop_all(self) -> None:
         self._data.clear()
         self._stored_at.clear()
 
@@ -131,14 +133,14 @@ class BoundedKeySet(Generic[K]):
         self.maxsize = maxsize
         self._keys: dict[K, None] = {}
 
-    def add(self, key: K) -> None:
+    def hold(self, key: K) -> None:
         keys = self._keys
         keys.pop(key, None)
         keys[key] = None
         if len(keys) > self.maxsize:
             del keys[next(iter(keys))]
 
-    def discard(self, key: K) -> None:
+    def unhold(self, key: K) -> None:
         self._keys.pop(key, None)
 
     def __contains__(self, key: object) -> bool:
@@ -197,12 +199,18 @@ class MemoryView:
         #: dropped for the bound.
         self.dropped_through: Place | None = None
         self._scopes: LRU[Scope, ScopedRows] = LRU(MAX_SCOPES_PER_VIEW)
+        #: Scopes asked for and not kept, by the kept scope found for them.
+        self._walked_instead: LRU[Scope, Scope] = LRU(4 * MAX_SCOPES_PER_VIEW)
         #: Change marks (:meth:`MemoryCache.mark`): when each row written since
         #: the view was made reached it; the loaded rows count as ``made_at``.
         self.marks: dict[MemoryKey, int] = {}
         self.made_at = 0
         #: The mark of the newest removal mirrored into this view.
         self.removed_at = 0
+        #: The load window: rows updated before this were not read (``None``:
+        #: every row was). A build whose window starts earlier (the clock
+        #: stepped back) cannot be answered from this view.
+        self.loaded_since_ms: int | None = None
         self._trim(max_rows if keep is None else min(keep, max_rows))
 
     @property
@@ -217,7 +225,7 @@ class MemoryView:
         key = record.key
         records = self.records
         current = records.get(key)
-        self.absent.discard(key)
+        self.absent.unhold(key)
         if current is not None:
             if record.rev < current.rev:
                 return
@@ -225,7 +233,7 @@ class MemoryView:
         self._insert(record, mark)
         if self._scopes:  # a big server's scopes (most views have none)
             for scoped in self._scopes.values():
-                scoped.apply(record)
+                scoped.apply(record, mark)
 
     def _insert(self, record: MemoryRecord, mark: int = 0) -> None:
         key = record.key
@@ -245,47 +253,72 @@ class MemoryView:
         keys.insert(index, key)
         self._trim()
 
-    def forget(self, key: MemoryKey) -> None:
-        """Drop ``key``'s row and note it absent. Unversioned: see :meth:`remove`."""
-        self.discard(key)
-        self.absent.add(key)
+    def forget_row(self, key: MemoryKey) -> None:
+        """Drop ``key``'s row and note it absent. Unversioned: see :meth:`mirror_removal`."""
+        self.let_go(key)
+        self.absent.hold(key)
         if self._scopes:
             for scoped in self._scopes.values():
-                scoped.forget(key)
+                scoped.forget_row(key)
 
-    def discard(self, key: MemoryKey) -> None:
+    def let_go(self, key: MemoryKey) -> None:
         """Let ``key``'s row go (it is not known absent: it moved elsewhere)."""
         record = self.records.pop(key, None)
         if record is not None:
             self.marks.pop(key, None)
             self._unplace(record)
 
+    def covers(self, since_ms: int) -> bool:
+        """Every row updated at or after ``since_ms`` was read into this view
+        (those the bound dropped since are told by :attr:`dropped_through`)."""
+        loaded = self.loaded_since_ms
+        return loaded is None or loaded <= since_ms
+
     def scoped(self, scope: Scope) -> ScopedRows | None:
-        """The rows kept for builds of ``scope``, if a build asked for them
-        since the view was loaded (and they are read)."""
-        scoped = self._scopes.get(scope)
-        return scoped if scoped is not None and scoped.ready else None
+        """The rows kept for builds of ``scope``, or else for a scope of its
+        lineage hiding fewer channels (a build of ``scope`` walks those and
+        passes the rest by), the one hiding most; ``None`` when none is kept."""
+        scopes = self._scopes
+        exact = scopes.fresh(scope)
+        if exact is not None or not scopes:
+            return exact
+        seen = self._walked_instead.fresh(scope)  # the usual build of such a scope
+        if seen is not None and (found := scopes.fresh(seen)) is not None:
+            return found
+        lineage, hidden = scope
+        best: ScopedRows | None = None
+        for kept in scopes.values():
+            if (kept.lineage == lineage and kept.hidden <= hidden
+                    and (best is None or len(kept.hidden) > len(best.hidden))):
+                best = kept
+        if best is None:
+            return None
+        self._walked_instead.install(scope, best.scope)
+        return scopes.fresh(best.scope)
+
+    def hidden_kept(self, lineage: str | None) -> list[frozenset[str]]:
+        """The hidden channels of each scope of ``lineage`` kept, most recently used last."""
+        return [kept.hidden for kept in self._scopes.values() if kept.lineage == lineage]
+
+    def holders(self) -> list[MemoryView]:
+        """This view and the views of its scopes: every place a row of it is held."""
+        if not self._scopes:
+            return [self]
+        return [self, *(h for s in self._scopes.values() for h in s.holders())]
 
     def add_scope(self, scoped: ScopedRows) -> None:
         """Keep ``scoped`` in step with this view's writes from now on (the
         least recently used scope goes past ``MAX_SCOPES_PER_VIEW``)."""
-        self._scopes.put(scoped.scope, scoped)
+        self._scopes.install(scoped.scope, scoped)
 
     def rows_held(self) -> int:
-        """Rows this view holds, its scopes' included (each at most
-        ``max_rows``: at most ``(1 + MAX_SCOPES_PER_VIEW) x max_rows``)."""
+        """Rows this view holds, its scopes' included (each scope bounded by
+        the rows it was read for)."""
         return len(self.records) + sum(map(len, self._scopes.values()))
 
     def keys_older_than(self, cutoff_ms: int) -> list[MemoryKey]:
         """Keys of the rows held (its scopes' included) updated before ``cutoff_ms``."""
-        views = [self, *(v for s in self._scopes.values() for v in (s.summaries, s.crude))]
-        return [k for view in views for k, r in view.records.items()
-                if r.updated_at_ms < cutoff_ms]
-
-    def drop_scope(self, scoped: ScopedRows) -> None:
-        """Stop keeping ``scoped`` (its read failed)."""
-        if self._scopes.peek(scoped.scope) is scoped:
-            self._scopes.pop(scoped.scope)
+        return _keys_older_than(self.holders(), cutoff_ms)
 
     def holds_since(self, since_ms: int) -> bool:
         """A row updated at or after ``since_ms`` is held."""
@@ -299,17 +332,21 @@ class MemoryView:
         return map(self.records.__getitem__, islice(reversed(self._keys),
                                                     len(self._keys) - start))
 
-    def mirrored_after(self, key: MemoryKey, since: int) -> bool:
-        """The row held for ``key`` reached the view after mark ``since``."""
-        return key in self.records and self.marks.get(key, self.made_at) > since
+    def mark_of(self, key: MemoryKey) -> int:
+        """When the row held for ``key`` reached this view (its change mark)."""
+        return self.marks.get(key, self.made_at)
 
-    def remove(self, key: MemoryKey, since: int, mark: int) -> bool:
+    def mirrored_after(self, key: MemoryKey, since: int) -> bool:
+        """A row held for ``key`` (here or in a scope) reached it after mark ``since``."""
+        return _mirrored_after(self.holders(), key, since)
+
+    def mirror_removal(self, key: MemoryKey, since: int, mark: int) -> bool:
         """Mirror the delete of ``key`` whose database call began at mark
-        ``since``; ``False`` (and nothing changed) when the held row may be
+        ``since``; ``False`` (and nothing changed) when a held row may be
         newer than the delete."""
         if self.mirrored_after(key, since):
             return False
-        self.forget(key)
+        self.forget_row(key)
         self.removed_at = max(self.removed_at, mark)
         return True
 
@@ -367,6 +404,14 @@ def _each_key_once(ordered: list[MemoryRecord], kept: Mapping[MemoryKey, MemoryR
     return out
 
 
+def _mirrored_after(holders: Iterable[MemoryView], key: MemoryKey, since: int) -> bool:
+    return any(key in h.records and h.mark_of(key) > since for h in holders)
+
+
+def _keys_older_than(holders: Iterable[MemoryView], cutoff_ms: int) -> list[MemoryKey]:
+    return [k for h in holders for k, r in h.records.items() if r.updated_at_ms < cutoff_ms]
+
+
 def _tie_order(key: MemoryKey) -> tuple[str, str, str, str, str]:
     """Where rows of equal times stand among themselves (see :class:`MemoryView`)."""
     return (key.scope_kind, key.server_id, key.user_id, key.channel_id, key.persona_id)
@@ -386,7 +431,13 @@ def place(record: MemoryRecord) -> Place:
 Scope = tuple[str | None, frozenset[str]]
 
 #: Scopes a server's view keeps rows for (the least recently used goes).
-MAX_SCOPES_PER_VIEW = 16
+MAX_SCOPES_PER_VIEW = 64
+
+
+def scope_half(max_rows: int) -> int:
+    """The bound of each half (rows with a summary, rows without) of a
+    scope of ``max_rows``."""
+    return max(1, max_rows // 2)
 
 
 class ScopedRows:
@@ -403,33 +454,44 @@ class ScopedRows:
     walks the two newest first and skips what expired by one binary search
     (crude rows expire first, so they may stand above summaries that still
     show). Rows without a summary that had already expired when the scope
-    was made (``crude_since_ms``) are left out: time only moves on, so they
-    never show again. Rows come in by :meth:`apply`, as into a view.
+    was made (``crude_since_ms``) are left out (a build on a clock that
+    stepped back before it cannot trust the scope, and reads). Rows come in
+    by :meth:`apply`, as into a view, under the same change marks: a scope
+    is read through :meth:`MemoryCache.new_scope` with the changes of its
+    read replayed (:meth:`MemoryCache.end_load`), and a write replaces a row
+    a scope holds by :meth:`MemoryCache.apply`'s rule, not by ``rev`` alone.
     """
 
-    def __init__(self, scope: Scope, *, crude_since_ms: int, max_rows: int) -> None:
+    def __init__(self, scope: Scope, rows: Iterable[MemoryRecord] = (), *,
+                 crude_since_ms: int, max_rows: int) -> None:
         self.scope = scope
         self.lineage, self.hidden = scope
         self.crude_since_ms = crude_since_ms
-        half = max(1, max_rows // 2)
-        self.summaries = MemoryView(max_rows=half)
-        self.crude = MemoryView(max_rows=half)
-        #: Whether a build may use these rows (not while they are being read).
-        self.ready = True
-        self._deleted: set[MemoryKey] | None = None
+        self.max_rows = max_rows
+        half = scope_half(max_rows)
+        taken = [r for r in rows if self._takes(r)]
+        self.summaries = MemoryView([r for r in taken if r.summary], max_rows=half)
+        self.crude = MemoryView([r for r in taken if not r.summary], max_rows=half)
+        #: The newest removal mirrored into the scope while it was read (see
+        #: :meth:`MemoryCache.new_scope`).
+        self.removed_at = 0
 
-    @contextlib.contextmanager
-    def loading(self) -> Iterator[set[MemoryKey]]:
-        """While rows are read into this scope: not ready, and the keys
-        deleted meanwhile are collected (a row read before its deletion must
-        not come back). Ready after, unless the read failed."""
-        deleted: set[MemoryKey] = set()
-        self.ready, self._deleted = False, deleted
-        try:
-            yield deleted
-        finally:
-            self._deleted = None
-        self.ready = True
+    def holders(self) -> tuple[MemoryView, MemoryView]:
+        return self.summaries, self.crude
+
+    def mirrored_after(self, key: MemoryKey, since: int) -> bool:
+        return _mirrored_after(self.holders(), key, since)
+
+    def keys_older_than(self, cutoff_ms: int) -> list[MemoryKey]:
+        return _keys_older_than(self.holders(), cutoff_ms)
+
+    def mirror_removal(self, key: MemoryKey, since: int, mark: int) -> bool:
+        """As :meth:`MemoryView.mirror_removal`."""
+        if self.mirrored_after(key, since):
+            return False
+        self.forget_row(key)
+        self.removed_at = max(self.removed_at, mark)
+        return True
 
     def lacks_from(self, dropped: Place) -> None:
         """The bounded read that filled these rows stopped above ``dropped``
@@ -446,23 +508,16 @@ class ScopedRows:
         return ((lineage is None or record.persona_lineage_id == lineage)
                 and (bool(record.summary) or record.updated_at_ms >= self.crude_since_ms))
 
-    def apply(self, record: MemoryRecord) -> None:
-        key = record.key
-        current = self.summaries.records.get(key) or self.crude.records.get(key)
-        if current is not None and record.rev < current.rev:
-            return
-        self._discard(key)
+    def apply(self, record: MemoryRecord, mark: int = 0) -> None:
+        """Hold ``record`` if builds of the scope may show it. Unversioned:
+        :meth:`MemoryCache.apply` decided that it may replace what is held."""
+        self.forget_row(record.key)
         if self._takes(record):
-            (self.summaries if record.summary else self.crude).apply(record)
+            (self.summaries if record.summary else self.crude).apply(record, mark)
 
-    def forget(self, key: MemoryKey) -> None:
-        if self._deleted is not None:
-            self._deleted.add(key)
-        self._discard(key)
-
-    def _discard(self, key: MemoryKey) -> None:
-        self.summaries.discard(key)
-        self.crude.discard(key)
+    def forget_row(self, key: MemoryKey) -> None:
+        self.summaries.let_go(key)
+        self.crude.let_go(key)
 
     def newest_first(self, *, summary_since_ms: int, crude_since_ms: int
                      ) -> Iterator[MemoryRecord]:
@@ -531,6 +586,9 @@ class _Purged:
 
 _Change = _Written | _Removed | _Purged
 
+#: What a load's changes replay onto: a view, or a scope read beside it.
+Rows = MemoryView | ScopedRows
+
 
 class ChangeMarks:
     """The mark of the last change of each server's settings (or each user's
@@ -543,12 +601,12 @@ class ChangeMarks:
         self._marks: dict[str, int] = {}
         self.floor = 0
 
-    def note(self, ident: str, mark: int) -> None:
+    def note_change(self, ident: str, mark: int) -> None:
         if len(self._marks) >= self.maxsize and ident not in self._marks:
-            self.reset(mark)
+            self.restart(mark)
         self._marks[ident] = mark
 
-    def reset(self, mark: int) -> None:
+    def restart(self, mark: int) -> None:
         self._marks.clear()
         self.floor = mark
 
@@ -572,7 +630,9 @@ class MemoryCache:
         self.stats = CacheStats()
         # Views being loaded: changes that commit meanwhile are replayed onto
         # the loaded view before it is installed, so a load never hides them.
-        self._loading: dict[tuple[str, str], list[_Change]] = {}
+        # A scope's rows load beside its server's view: each load of one
+        # view (part ``None``) or scope (part: the scope) has its own list.
+        self._loading: dict[tuple[str, str], dict[Scope | None, list[_Change]]] = {}
         #: Moves whenever views are dropped for being possibly stale; a load
         #: that started under an older epoch returns its value uncached.
         self.epoch = 0
@@ -593,17 +653,30 @@ class MemoryCache:
         self._mark += 1
         return self._mark
 
-    def new_view(self, rows: Iterable[MemoryRecord], *, keep: int | None = None) -> MemoryView:
-        """A view of loaded rows, bounded like every other (make it right
-        after the load's read: its rows count as mirrored now). ``keep``: the
-        read returned only the newest rows of the scope, at most ``keep + 1``;
-        the view holds the newest ``keep`` and knows it may lack every row
-        from the next one down (``dropped_through``), as if its bound had
-        dropped them. Rows written later fill it up to its bound."""
+    def new_view(self, rows: Iterable[MemoryRecord], *, since_ms: int | None = None,
+                 keep: int | None = None) -> MemoryView:
+        """A view of rows loaded from ``since_ms`` on, bounded like every
+        other (make it right after the load's read: its rows count as
+        mirrored now). ``keep``: the read returned only the newest rows of
+        the scope, at most ``keep + 1``; the view holds the newest ``keep``
+        and knows it may lack every row from the next one down
+        (``dropped_through``), as if its bound had dropped them. Rows written
+        later fill it up to its bound."""
         view = MemoryView(rows, max_rows=self.max_rows_per_view, keep=keep)
+        view.loaded_since_ms = since_ms
         view.made_at = self.mark()
         view.removed_at = self._removed_at
         return view
+
+    def new_scope(self, scope: Scope, rows: Iterable[MemoryRecord], *, crude_since_ms: int,
+                  max_rows: int) -> ScopedRows:
+        """A scope of loaded rows (made right after the read, as :meth:`new_view`)."""
+        scoped = ScopedRows(scope, rows, crude_since_ms=crude_since_ms, max_rows=max_rows)
+        made_at = self.mark()
+        for holder in scoped.holders():
+            holder.made_at = made_at
+        scoped.removed_at = self._removed_at
+        return scoped
 
     def expire_after(self, max_age_ms: int | None, now_ms: Callable[[], int]) -> None:
         """Reload views older than ``max_age_ms`` (``None``: never)."""
@@ -631,29 +704,35 @@ class MemoryCache:
                     self.stats.stores += 1
                 else:
                     self.drop_scopes([key])
-            pending = self._loading.get(self._scope_of(key))
-            if pending is not None:
+            for pending in self._loading.get(self._scope_of(key), {}).values():
                 pending.append(_Written(record, since, mark))
 
-    def _take(self, view: MemoryView, record: MemoryRecord, since: int, mark: int) -> bool:
-        """Put ``record`` (from a call that began at ``since``) into ``view``;
-        ``False`` when it cannot be ordered against what the view saw: a
-        removal mirrored after its call began (the row may predate it), or a
-        row of a higher rev mirrored after its call began (an older write of
-        the same row, or the row deleted and written anew: its rev restarts)."""
+    def _take(self, view: Rows, record: MemoryRecord, since: int, mark: int) -> bool:
+        """Put ``record`` (from a call that began at ``since``) into ``view``
+        and its scopes; ``False`` when it cannot be ordered against what they
+        saw: a removal mirrored after its call began (the row may predate
+        it), or a row of a higher rev mirrored after its call began (an older
+        write of the same row, or the row deleted and written anew: its rev
+        restarts). A higher rev held from before the call began was deleted
+        and written anew since: it is forgotten, wherever it is held (a scope
+        may hold a row its view dropped)."""
         if not (view.removed_at < since and (record.updated_at_ms >= self._purged_before_ms
                                              or self._purged_at < since)):
             return False
-        key = record.key
-        current = view.records.get(key)
-        if current is not None and record.rev < current.rev:
-            if view.mirrored_after(key, since):
-                return False
-            view.forget(key)  # held before this write began: deleted and written anew since
+        key, rev = record.key, record.rev
+        superseded = False
+        for holder in view.holders():
+            current = holder.records.get(key)
+            if current is not None and rev < current.rev:
+                if holder.mark_of(key) > since:
+                    return False
+                superseded = True
+        if superseded:
+            view.forget_row(key)
         view.apply(record, mark)
         return True
 
-    def forget(self, keys: Iterable[MemoryKey], since: int) -> None:
+    def forget_rows(self, keys: Iterable[MemoryKey], since: int) -> None:
         """Mirror rows deleted by a database call that began at mark ``since``:
         a cached row mirrored after that may be newer than the delete, so
         its view is dropped instead."""
@@ -661,11 +740,10 @@ class MemoryCache:
             self._removed_at = mark = self.mark()
             view = self._view_for(key)
             if view is not None:
-                if not view.remove(key, since, mark):
+                if not view.mirror_removal(key, since, mark):
                     self.drop_scopes([key])
                 self.stats.invalidations += 1
-            pending = self._loading.get(self._scope_of(key))
-            if pending is not None:
+            for pending in self._loading.get(self._scope_of(key), {}).values():
                 pending.append(_Removed(key, since, mark))
 
     def note_absent(self, key: MemoryKey) -> None:
@@ -674,31 +752,38 @@ class MemoryCache:
         A row applied later clears the note."""
         view = self._view_for(key)
         if view is not None and key not in view.records:
-            view.absent.add(key)
+            view.absent.hold(key)
 
-    def begin_load(self, kind: str, ident: str) -> None:
-        self._loading.setdefault((kind, ident), [])
+    def begin_load(self, kind: str, ident: str, part: Scope | None = None) -> None:
+        """A load of ``kind``'s view ``ident`` (or of its scope ``part``)
+        begins: changes of it mirrored from now on are kept for :meth:`end_load`."""
+        self._loading.setdefault((kind, ident), {}).setdefault(part, [])
 
-    def end_load(self, kind: str, ident: str, view: MemoryView | None) -> None:
-        """Replay what committed during the load onto ``view`` (if any). When
-        a change cannot be ordered against the load's read, the epoch moves,
-        so the loaded view is not installed."""
-        pending = self._loading.pop((kind, ident), [])
+    def end_load(self, kind: str, ident: str, view: Rows | None,
+                 part: Scope | None = None) -> bool:
+        """Replay what committed during the load onto ``view`` (if any).
+        ``False`` when a change cannot be ordered against the load's read:
+        then the epoch moves, so the loaded view is not installed."""
+        loads = self._loading.get((kind, ident), {})
+        pending = loads.pop(part, [])
+        if not loads:
+            self._loading.pop((kind, ident), None)
         if view is None:
-            return
+            return False
         for change in pending:
             if not self._replay(view, change):
                 self.epoch += 1
                 self.stats.invalidations += 1
-                return
+                return False
+        return True
 
-    def _replay(self, view: MemoryView, change: _Change) -> bool:
+    def _replay(self, view: Rows, change: _Change) -> bool:
         if isinstance(change, _Written):
             return self._take(view, change.record, change.since, change.mark)
         if isinstance(change, _Removed):
-            return view.remove(change.key, change.since, change.mark)
-        stale = [k for k, r in view.records.items() if r.updated_at_ms < change.cutoff_ms]
-        return all([view.remove(k, change.since, change.mark) for k in stale])
+            return view.mirror_removal(change.key, change.since, change.mark)
+        stale = view.keys_older_than(change.cutoff_ms)
+        return all([view.mirror_removal(k, change.since, change.mark) for k in stale])
 
     def _user_memories(self, user_id: str) -> MemoryView | None:
         user = self.users.peek(user_id)
@@ -712,8 +797,8 @@ class MemoryCache:
         if self.settings_marks.changed_since(server_id, since):
             self.drop_settings(server_id)
             return
-        self.settings_marks.note(server_id, self.mark())
-        self.settings.put(server_id, settings)
+        self.settings_marks.note_change(server_id, self.mark())
+        self.settings.install(server_id, settings)
 
     def put_prefs(self, prefs: UserPrefs, since: int) -> None:
         """Mirror preferences, as :meth:`put_settings` mirrors settings."""
@@ -721,7 +806,7 @@ class MemoryCache:
         if self.prefs_marks.changed_since(user_id, since):
             self.drop_user(user_id)
             return
-        self.prefs_marks.note(user_id, self.mark())
+        self.prefs_marks.note_change(user_id, self.mark())
         user = self.users.peek(user_id)
         if user is not None:
             user.prefs = prefs
@@ -731,15 +816,16 @@ class MemoryCache:
         untouched since ``cutoff_ms``."""
         self._purged_at = mark = self.mark()
         self._purged_before_ms = max(self._purged_before_ms, cutoff_ms)
-        for pending in self._loading.values():
-            pending.append(_Purged(cutoff_ms, since, mark))
+        for loads in self._loading.values():
+            for pending in loads.values():
+                pending.append(_Purged(cutoff_ms, since, mark))
         stale: list[MemoryKey] = []
         for view in self.servers.values():
             stale += view.keys_older_than(cutoff_ms)
         for user in self.users.values():
             stale += [k for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
         if stale:
-            self.forget(stale, since)
+            self.forget_rows(stale, since)
 
     def cached_record(self, key: MemoryKey) -> MemoryRecord | None:
         view = self._view_for(key)
@@ -755,33 +841,33 @@ class MemoryCache:
         changed them); they reload from the database on next use."""
         for key in keys:
             if key.scope_kind == "server":
-                self.servers.pop(key.server_id)
+                self.servers.evict(key.server_id)
             else:
-                self.users.pop(key.user_id)
+                self.users.evict(key.user_id)
         self.epoch += 1
         self.stats.invalidations += 1
 
     def drop_settings(self, server_id: str) -> None:
-        self.settings_marks.note(server_id, self.mark())
-        self.settings.pop(server_id)
+        self.settings_marks.note_change(server_id, self.mark())
+        self.settings.evict(server_id)
         self.epoch += 1
         self.stats.invalidations += 1
 
     def drop_user(self, user_id: str) -> None:
-        self.prefs_marks.note(user_id, self.mark())
-        self.users.pop(user_id)
+        self.prefs_marks.note_change(user_id, self.mark())
+        self.users.evict(user_id)
         self.epoch += 1
         self.stats.invalidations += 1
 
-    def clear(self) -> None:
+    def drop_all(self) -> None:
         """Drop everything (its state is unknown); what any call that began
         before now read or wrote is not installed."""
         self._removed_at = mark = self.mark()
-        self.settings_marks.reset(mark)
-        self.prefs_marks.reset(mark)
-        self.settings.clear()
-        self.servers.clear()
-        self.users.clear()
+        self.settings_marks.restart(mark)
+        self.prefs_marks.restart(mark)
+        self.settings.drop_all()
+        self.servers.drop_all()
+        self.users.drop_all()
         self.epoch += 1
         self.stats.invalidations += 1
 

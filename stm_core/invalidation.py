@@ -52,7 +52,7 @@ from stm_core.storage.protocol import ChangeFeed, Subscription
 from stm_core.storage.records import ChangeNotice, MemoryKey
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine import Engine, Hearing
 
 log = logging.getLogger("stm.invalidation")
 
@@ -102,18 +102,15 @@ class InvalidationListener:
         return self._subscription is not None
 
     def staleness_bound_s(self) -> float | None:
-        """The longest a cached view may now lag another process's write:
-        the safety expiry while listening (the short one when notices are
-        known not to arrive), ``listener_check_seconds`` while not listening
-        (``None``: no bound)."""
-        settings = self._engine.settings
-        listening_ms = settings.cache_max_age_ms(listening=True)
-        listening_s = None if listening_ms is None else listening_ms / 1000
-        if self.connected:
-            max_age_ms = self._max_age_ms()
-            return None if max_age_ms is None else max_age_ms / 1000
-        unheard_s = settings.listener_check_seconds
-        return unheard_s if listening_s is None else min(unheard_s, listening_s)
+        """The longest a cached view may now lag another process's write
+        (``None``: no bound; the engine's :meth:`~stm_core.engine.Engine.max_view_age_ms`)."""
+        max_age_ms = self._engine.max_view_age_ms(self._hearing())
+        return None if max_age_ms is None else max_age_ms / 1000
+
+    def _hearing(self) -> Hearing:
+        if not self.connected:
+            return "deaf"
+        return "unheard" if self.hears_notices is False else "listening"
 
     @property
     def hears_notices(self) -> bool | None:
@@ -161,9 +158,8 @@ class InvalidationListener:
         self._subscription = subscription
         self.stats.connects += 1
         # Listening again: whatever was announced while nobody listened is lost.
-        self._engine.cache.clear()
-        self._engine.cache.stats.flushes += 1
-        self._engine.cache.expire_after(self._max_age_ms(), self._engine.clock.now_ms)
+        self._engine.flush()
+        self._engine.set_staleness(self._hearing())
         if self.hears_notices is False:
             self._warn_unheard()
         self._connected.set()
@@ -171,14 +167,6 @@ class InvalidationListener:
             telemetry.counts.listener_reconnects += 1
             log.info("listening for other processes' writes again; cache dropped")
         return True
-
-    def _max_age_ms(self) -> int | None:
-        """The listening expiry, shortened while notices are known not to arrive."""
-        listening_ms = self._engine.settings.cache_max_age_ms(listening=True)
-        if self.hears_notices is not False:
-            return listening_ms
-        unheard_ms = int(self._engine.settings.unheard_cache_max_age_seconds * 1000)
-        return unheard_ms if listening_ms is None else min(unheard_ms, listening_ms)
 
     def _warn_unheard(self) -> None:
         if self._warned_unheard:
@@ -208,13 +196,8 @@ class InvalidationListener:
     def _stop_trusting_cache(self) -> None:
         """Nothing is heard any more: drop every cached view now, and until
         listening again let none get older than ``listener_check_seconds``."""
-        settings, cache = self._engine.settings, self._engine.cache
-        cache.clear()
-        cache.stats.flushes += 1
-        unheard_ms = int(settings.listener_check_seconds * 1000)
-        listening_ms = settings.cache_max_age_ms(listening=True)
-        cache.expire_after(unheard_ms if listening_ms is None else min(unheard_ms, listening_ms),
-                           self._engine.clock.now_ms)
+        self._engine.flush()
+        self._engine.set_staleness("deaf")
 
     async def _keep_alive(self) -> None:
         interval = self._engine.settings.listener_check_seconds
@@ -249,23 +232,10 @@ class InvalidationListener:
         if notice.origin == self._feed.instance_id:
             self.stats.own_notices += 1
             return
-        cache = self._engine.cache
-        cache.stats.remote_changes += 1
-        if notice.everything:
-            cache.clear()
-            cache.stats.flushes += 1
-            return
-        for server_id in notice.servers:
-            cache.drop_settings(server_id)
-            self.stats.views_dropped += 1
-        for user_id in notice.users:
-            cache.drop_user(user_id)
-            self.stats.views_dropped += 1
-        if notice.purged_before_ms is not None:
-            self._engine.heard_purge(notice.purged_before_ms)
-        for key in notice.keys:
-            if cache.holds_scope(key):
-                self._pending[key] = None
+        if not notice.everything:
+            self.stats.views_dropped += len(notice.servers) + len(notice.users)
+        for key in self._engine.heard(notice):
+            self._pending[key] = None
         if self._pending:
             self._wake_applier.set()
 
@@ -281,7 +251,7 @@ class InvalidationListener:
                 await self._refresh(key)
 
     async def _refresh(self, key: MemoryKey) -> None:
-        if not self._engine.cache.holds_scope(key):
+        if not self._engine.holds(key):
             return
         try:
             await self._engine.reread(key)

@@ -160,9 +160,7 @@ class Stm:
                 or not adapter.announces_changes):
             return
         self.listener = invalidation.InvalidationListener(self.engine, adapter)
-        self.cache.expire_after(self.settings.cache_max_age_ms(listening=True),
-                                self.clock.now_ms)
-        await self.listener.start()  # shortens the expiry if notices do not arrive
+        await self.listener.start()  # sets how long cached views may live
 
     @property
     def closed(self) -> bool:
@@ -234,7 +232,7 @@ class Stm:
     def _turn_attributes(self, turn: Turn) -> dict[str, str]:
         """Span attributes naming a turn's place (only computed when tracing)."""
         server = turn.server_id
-        settings = self.cache.settings.get(server) if server is not None else None
+        settings = self.cache.settings.peek(server) if server is not None else None
         mode = self.profiles.profile(server or "", settings).render_mode.key
         return {"stm.server": server if server is not None else "dm",
                 "stm.channel": turn.channel_id, "stm.mode": mode}
@@ -345,10 +343,10 @@ class Stm:
         _moved("mark_tool_used")
         self.engine.mark_tool_used(turn)
 
-    def warm_turn_state(self, server_id: str | None, user_id: str
+    def warm_turn_state(self, server_id: str | None, user_id: str, now_ms: int | None = None
                         ) -> tuple[ServerProfile, UserView, MemoryView | None] | None:
         _moved("warm_turn_state")
-        return self.engine.warm_turn_state(server_id, user_id)
+        return self.engine.warm_turn_state(server_id, user_id, now_ms)
 
     async def server_settings(self, server_id: str) -> ServerSettings:
         _moved("server_settings")

@@ -37,11 +37,12 @@ class Loaded:
 def warm_load(engine: Engine, turn: Turn, user_id: str) -> Loaded | None:
     """What the turn reads, when the cache holds all of it (no coroutine),
     else ``None``."""
-    warm = engine.warm_turn_state(turn.server_id, user_id)
+    now = engine.clock.now_ms()
+    warm = engine.warm_turn_state(turn.server_id, user_id, now)
     if warm is None:
         return None
     profile, user, server = warm
-    return Loaded(now_ms=engine.clock.now_ms(), profile=profile, user=user, server=server,
+    return Loaded(now_ms=now, profile=profile, user=user, server=server,
                   opt_in=user.prefs.crossserver_opt_in)
 
 

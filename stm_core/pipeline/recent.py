@@ -14,12 +14,16 @@ kept. Once a server's view has dropped rows that have not expired, the walk
 takes the view's rows for the build's scope instead
 (:class:`~stm_core.cache.ScopedRows`: the turn's persona lineage, without the
 channels its visibility policies declare hidden, without rows that expired):
-read once from the database when a build first asks for them, then kept in
-step with every write. So neither another lineage's rows, nor private
-channels', nor expired ones stand in the way of a warm build. When rows a
-view dropped could still have made the cut (:func:`exact`), the walk runs
-again over the rows read from the database: the answer is always the one an
-unbounded cache would give.
+read by the engine when a build first asks for them (one read for
+concurrent builds), then kept in step with every write. A build may walk a
+kept scope of its lineage that hides fewer channels (its policies pass the
+rest by), so users with channels of their own hidden share one. So neither
+another lineage's rows, nor private channels', nor expired ones stand in the
+way of a warm build. When the walk cannot tell it is exact, the scope is
+read deeper, up to ``SCOPE_DEPTH`` views' worth of rows (policies that hide
+without declaring); when rows dropped could still have made the cut
+(:func:`exact`), the walk runs again over the rows read from the database:
+the answer is always the one an unbounded cache would give.
 
 A build first asks :func:`cached_visible`, the walk when the cache holds
 everything it needs (the usual turn): no coroutine, no read. When it does
@@ -51,8 +55,7 @@ from stm_core.pipeline.visibility import (
 )
 from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hidden_channels
 from stm_core.settings import Settings
-from stm_core.storage.newest import newest_server_rows
-from stm_core.storage.records import MemoryRecord, NewestRows, ServerSettings
+from stm_core.storage.records import MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
     from stm_core.engine import Engine
@@ -68,6 +71,10 @@ OWN, FOLDED = 1, 0
 #: the turn's own channel's and rows hidden by policies that do not declare
 #: them; the view keeps many scopes of this size for about the rows of one.
 SCOPE_ROWS = 128
+#: A scope's rows grow to at most this many times its view's bound, while a
+#: build cannot tell its walk is exact (policies hiding rows they do not
+#: declare): the walk stays bounded.
+SCOPE_DEPTH = 4
 
 
 #: Stages 2 to 6's answer: the other-channel rows to show, newest first,
@@ -92,7 +99,7 @@ def cached_visible(engine: Engine, turn: Turn, loaded: Loaded,
     complete = server is not None and server.dropped_through is None
     scoped = None
     if not complete and server is not None and _may_miss(server, loaded.now_ms, engine.settings):
-        scoped = server.scoped(_scope(turn, policies, ctx))
+        scoped = engine.cached_scope(server, _scope(turn, policies, ctx))
         if scoped is None:
             return None
     shown = _walk(engine, loaded, few, ctx, policies, scoped)
@@ -111,8 +118,10 @@ async def newest_visible(engine: Engine, turn: Turn, loaded: Loaded,
     server = loaded.server
     scoped = None
     if server is not None and _may_miss(server, loaded.now_ms, engine.settings):
-        scoped = await scoped_rows(engine, turn, loaded, server, _scope(turn, policies, ctx))
-    shown = _walk(engine, loaded, few, ctx, policies, scoped)
+        shown, scoped = await _walk_scoped(engine, turn, loaded, few, ctx, policies, server,
+                                           _scope(turn, policies, ctx))
+    else:
+        shown = _walk(engine, loaded, few, ctx, policies, None)
     users_exact, own_exact = _exact(engine, loaded, shown, scoped)
     if users_exact and own_exact:
         return shown, servers
@@ -120,6 +129,46 @@ async def newest_visible(engine: Engine, turn: Turn, loaded: Loaded,
                                  own=not own_exact)
     few, servers, ctx = await _candidates(engine, turn, unbounded)
     return _walk(engine, unbounded, few, ctx, policies, scoped if own_exact else None), servers
+
+
+async def _walk_scoped(engine: Engine, turn: Turn, loaded: Loaded, few: list[MemoryRecord],
+                       ctx: VisibilityContext, policies: Sequence[VisibilityPolicy],
+                       server: MemoryView, scope: Scope
+                       ) -> tuple[list[MemoryRecord], ScopedRows]:
+    """The walk over the rows kept for ``scope`` (or for a scope of its
+    lineage hiding fewer channels), reading them when none are kept, and
+    again when the walk cannot tell its answer is exact: first the rows of
+    ``scope`` itself, then deeper ones, up to ``SCOPE_DEPTH`` views' worth.
+    A first read for a lineage whose scopes hide other channels reads the
+    scope hiding only the channels both hide, so builds of users with hidden
+    channels of their own share it."""
+    env = engine.settings
+    deepest = SCOPE_DEPTH * server.max_rows
+    scoped = engine.cached_scope(server, scope)
+    if scoped is None:
+        lineage, hidden = scope
+        kept = server.hidden_kept(lineage)
+        shared = (lineage, hidden & kept[-1]) if kept else scope
+        first = min(server.max_rows, max(SCOPE_ROWS, 8 * env.max_other_channels))
+        scoped = await _read_scope(engine, turn, loaded, server, shared, first)
+    while True:
+        shown = _walk(engine, loaded, few, ctx, policies, scoped)
+        if _own_exact(server, scoped, shown, loaded.now_ms, env):
+            return shown, scoped
+        if scoped.hidden != scope[1]:
+            scoped = await _read_scope(engine, turn, loaded, server, scope, scoped.max_rows)
+        elif scoped.max_rows < deepest:
+            scoped = await _read_scope(engine, turn, loaded, server, scope,
+                                       min(deepest, 4 * scoped.max_rows))
+        else:
+            return shown, scoped
+
+
+async def _read_scope(engine: Engine, turn: Turn, loaded: Loaded, server: MemoryView,
+                      scope: Scope, max_rows: int) -> ScopedRows:
+    assert turn.server_id is not None
+    return await engine.scope_rows(turn.server_id, server, scope, now_ms=loaded.now_ms,
+                                   max_rows=max_rows)
 
 
 def _exact(engine: Engine, loaded: Loaded, shown: list[MemoryRecord], scoped: ScopedRows | None
@@ -181,49 +230,6 @@ def _may_miss(view: MemoryView, now_ms: int, env: Settings) -> bool:
     """``view`` dropped rows that may not have expired yet."""
     dropped = view.dropped_through
     return dropped is not None and dropped[0] >= now_ms - env.longest_ttl_ms
-
-
-async def scoped_rows(engine: Engine, turn: Turn, loaded: Loaded, server: MemoryView,
-                      scope: Scope) -> ScopedRows:
-    """The rows of ``server`` a build of ``scope`` may show: cached on the
-    view, else read once from the database and cached there.
-
-    The scope is registered before the read, so writes heard meanwhile reach
-    it; a row the read returns never replaces a newer one, and a row deleted
-    meanwhile is not put back."""
-    cached = server.scoped(scope)
-    if cached is not None:
-        return cached
-    env = engine.settings
-    now = loaded.now_ms
-    assert turn.server_id is not None
-    scoped = ScopedRows(scope, crude_since_ms=now - env.crude_ttl_ms,
-                        max_rows=min(server.max_rows,
-                                     max(SCOPE_ROWS, 8 * env.max_other_channels)))
-    server.add_scope(scoped)
-    try:
-        with scoped.loading() as deleted:
-            read = _scope_read(turn.server_id, scoped, since_ms=now - env.longest_ttl_ms)
-            (rows,) = await newest_server_rows(engine.adapter, [read])
-            if len(rows) == read.limit:  # more stand below: the last row read says where
-                scoped.lacks_from(place(rows.pop()))
-            for row in rows:
-                if row.key not in deleted:
-                    scoped.apply(row)
-    except BaseException:
-        server.drop_scope(scoped)
-        raise
-    return scoped
-
-
-def _scope_read(server_id: str, scoped: ScopedRows, *, since_ms: int) -> NewestRows:
-    """What fills ``scoped``: the newest rows it takes, as many as it keeps
-    and one more (which tells whether, and from where, it lacks rows)."""
-    lineage, hidden = scoped.scope
-    return NewestRows(server_id=server_id, updated_since_ms=since_ms,
-                      limit=scoped.summaries.max_rows + scoped.crude.max_rows + 1,
-                      lineage=lineage, hidden_channels=hidden,
-                      crude_since_ms=scoped.crude_since_ms)
 
 
 async def _unbounded(engine: Engine, turn: Turn, loaded: Loaded, *, users: bool,

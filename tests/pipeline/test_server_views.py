@@ -69,7 +69,7 @@ async def test_a_server_view_keeps_only_its_newest_rows(open_stm: OpenStm, backe
         dropped = await stm.engine.live_record(server_key("c03"))
         assert dropped is not None and dropped.summary == "talk 03"
         # After a restart the load keeps the newest rows too.
-        stm.cache.clear()
+        stm.engine.flush()
         reloaded = await stm.engine.server_memories(GUILD)
         assert [r.key.channel_id for r in reloaded.oldest_first()] == [
             f"c{n:02d}" for n in range(40, 60)]
@@ -153,7 +153,7 @@ def test_the_view_is_always_newest_first_and_bounded(
     for op, k, at, rev in ops:
         key = KEYS[k]
         if op == "forget":
-            view.forget(key)
+            view.forget_row(key)
             model.pop(key, None)
             assert key in view.absent
             continue
@@ -373,5 +373,5 @@ def test_a_load_that_names_a_key_twice_keeps_its_last_row_in_its_own_place() -> 
     view = MemoryView([first, between, last])
     assert [r.key for r in view.newest_first()] == [key, other]
     assert view.records[key] is last and in_order(view)
-    view.forget(key)
+    view.forget_row(key)
     assert view.oldest_first() == [between] and in_order(view)

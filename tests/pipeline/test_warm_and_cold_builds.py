@@ -416,19 +416,19 @@ async def test_the_cache_answers_the_walk_unless_an_origin_must_be_read(
         turn = make_turn()
         await stm.build_context(turn)  # views and settings cached
         plan = stm.hooks.plugin_set_memo(PLAN, make_plan, stm.hooks)
-        loaded = warm_load(stm, turn, "alice")
+        loaded = warm_load(stm.engine, turn, "alice")
         assert loaded is not None
-        found = cached_visible(stm, turn, loaded, plan.policies)
+        found = cached_visible(stm.engine, turn, loaded, plan.policies)
         assert found is not None
-        assert found == await newest_visible(stm, turn, loaded, plan.policies)
+        assert found == await newest_visible(stm.engine, turn, loaded, plan.policies)
         assert [r.summary for r in found[0]] == ["in c3"]
         # Opted in, the row of another server folds in: its server's settings
         # are read by the walk that may await, which shows it.
         await set_opt_in(stm)
-        loaded = warm_load(stm, turn, "alice")
+        loaded = warm_load(stm.engine, turn, "alice")
         assert loaded is not None
-        assert cached_visible(stm, turn, loaded, plan.policies) is None
-        shown, servers = await newest_visible(stm, turn, loaded, plan.policies)
+        assert cached_visible(stm.engine, turn, loaded, plan.policies) is None
+        shown, servers = await newest_visible(stm.engine, turn, loaded, plan.policies)
         # Written at one time: the server's own row first.
         assert [r.summary for r in shown] == ["in c3", "far away"]
         assert set(servers) == {GUILD, "elsewhere"}

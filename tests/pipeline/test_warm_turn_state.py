@@ -83,7 +83,7 @@ async def test_each_cached_read_counts_one_hit(stm: Stm) -> None:
 async def test_each_cold_read_counts_one_miss(stm: Stm) -> None:
     guild = make_turn().server_id or ""
     await stm.build_context(make_turn())
-    stm.cache.clear()
+    stm.engine.flush()
     hits, misses, before = stm.cache.stats.hits, stm.cache.stats.misses, counts()
     assert misses > 0
     await stm.engine.user_view("alice")
@@ -107,7 +107,7 @@ async def test_a_server_whose_settings_left_the_cache_is_not_warm(stm: Stm) -> N
 
 
 async def test_a_cold_state_is_not_counted_and_the_loaders_read_it(stm: Stm) -> None:
-    stm.cache.clear()
+    stm.engine.flush()
     hits = stm.cache.stats.hits
     assert stm.engine.warm_turn_state("guild", "alice") is None
     assert stm.engine.warm_turn_state(None, "alice") is None

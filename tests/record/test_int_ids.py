@@ -45,7 +45,7 @@ async def test_int_id_turn_and_str_id_turn_share_one_memory(stm: Stm,
         assert context != StmContext.error_fallback()
         texts = [item.text for item in context.memory_items]
         assert any("The party is in the crypt." in text for text in texts), texts
-    stm.cache.clear()
+    stm.engine.flush()
     context = await stm.build_context(turn(STR_IDS))
     assert any("The party is in the crypt." in i.text for i in context.memory_items)
 

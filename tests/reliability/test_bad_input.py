@@ -89,7 +89,7 @@ async def snapshot(stm: Stm) -> list[Any]:
 async def forget_everything(stm: Stm) -> None:
     for server in ("g1", "cats", ""):
         await stm.adapter.delete_memories(MemoryFilter(server_id=server))
-    stm.cache.clear()
+    stm.engine.flush()
 
 
 class Harness:

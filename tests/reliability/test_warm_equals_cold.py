@@ -2,13 +2,16 @@
 database at the same clock time (DESIGN decision 19).
 
 Generated sequences of turns, tool calls, every admin mutation, the janitor,
-undo/restore/forget and clock moves onto every TTL, freshness and retention
-boundary, some steps run concurrently with ``asyncio.gather``, run against one
+undo/restore/forget, clock moves onto every TTL, freshness and retention
+boundary and back, and another store on the same database deleting and
+rewriting a channel's rows (heard at once afterwards, as a busy loop hears
+it), some steps run concurrently with ``asyncio.gather``, run against one
 store that stays open. After each step a second store is opened on the same
 SQLite file with the same clock, and every probe turn of the world
 (:mod:`.warm_cold`) must get the same ``build_context``, ``tool_schema`` and
 ``tool_available`` from both. A variant runs with caches so small that every
-step evicts. The PostgreSQL variant writes from a second process and compares
+step evicts, and one whose views drop rows (builds walk the rows kept per
+lineage). The PostgreSQL variant writes from a second process and compares
 once its change notices have arrived.
 """
 
@@ -33,7 +36,15 @@ from tests.conftest import asyncpg_dsn, postgres_base_url, with_schema
 
 from . import warm_cold
 from .support import child_env, scaled
-from .warm_cold import SETTINGS, SMALL_CACHE_SETTINGS, describe, probe, run_step, steps
+from .warm_cold import (
+    BOUNDED_VIEW_SETTINGS,
+    SETTINGS,
+    SMALL_CACHE_SETTINGS,
+    describe,
+    probe,
+    run_step,
+    steps,
+)
 
 
 async def _fresh_probe(url: str, clock: ManualClock, stm_settings: Settings) -> list[object]:
@@ -46,15 +57,21 @@ async def _warm_equals_cold(url: str, program: list[list[warm_cold.Op]],
                             stm_settings: Settings) -> None:
     clock = ManualClock()
     async with open_store(url, clock=clock, settings=stm_settings,
-                          load_entrypoints=False) as warm:
-        await probe(warm)  # every view cached before the first change
-        done: list[str] = []
-        for step in program:
-            await run_step(warm, clock, step)
-            done.append(describe(step))
-            warm_answer = await probe(warm)
-            cold_answer = await _fresh_probe(url, clock, stm_settings)
-            _assert_same(warm_answer, cold_answer, done)
+                          load_entrypoints=False) as warm, \
+            open_store(url, clock=clock, settings=stm_settings, load_entrypoints=False,
+                       listen_for_changes=False) as other:
+        warm_cold.OTHERS[warm] = other
+        try:
+            await probe(warm)  # every view cached before the first change
+            done: list[str] = []
+            for step in program:
+                await run_step(warm, clock, step)
+                done.append(describe(step))
+                warm_answer = await probe(warm)
+                cold_answer = await _fresh_probe(url, clock, stm_settings)
+                _assert_same(warm_answer, cold_answer, done)
+        finally:
+            del warm_cold.OTHERS[warm]
 
 
 def _assert_same(warm: list[object], cold: list[object], done: list[str]) -> None:
@@ -66,8 +83,8 @@ def _assert_same(warm: list[object], cold: list[object], done: list[str]) -> Non
                 f"after: {done}\nwarm: {w!r}\ncold: {c!r}")
 
 
-@pytest.mark.parametrize("stm_settings", [SETTINGS, SMALL_CACHE_SETTINGS],
-                         ids=["default-cache", "tiny-cache"])
+@pytest.mark.parametrize("stm_settings", [SETTINGS, SMALL_CACHE_SETTINGS, BOUNDED_VIEW_SETTINGS],
+                         ids=["default-cache", "tiny-cache", "bounded-views"])
 def test_a_long_lived_sqlite_store_answers_as_a_fresh_one(stm_settings: Settings) -> None:
     @settings(max_examples=scaled(100, 1000), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -21,6 +21,7 @@ from stm_core.clock import ManualClock
 from stm_core.errors import StmError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.settings import Settings
+from stm_core.storage.records import ChangeNotice, MemoryFilter
 from stm_core.store import Stm
 
 SERVERS = ("g1", "g2")
@@ -36,6 +37,12 @@ SETTINGS = Settings(ttl_hours=1.0, summary_ttl_hours=2.0, fresh_window_minutes=1
 #: The same with caches so small that every step evicts something.
 SMALL_CACHE_SETTINGS = attrs.evolve(SETTINGS, cache_max_servers=1, cache_max_users=1,
                                     cache_max_rows_per_view=2)
+#: Views that drop rows (builds walk the rows kept per lineage), nothing evicted.
+BOUNDED_VIEW_SETTINGS = attrs.evolve(SETTINGS, cache_max_rows_per_view=3)
+
+#: The store writing beside each store under test (another process on the
+#: same database), by the store under test.
+OTHERS: dict[Stm, Stm] = {}
 
 BOUNDARIES_MS = (SETTINGS.crude_ttl_ms, SETTINGS.summary_ttl_ms, SETTINGS.fresh_window_ms,
                  SETTINGS.retention_ms)
@@ -127,6 +134,38 @@ def janitor_op() -> Op:
     return run
 
 
+def clock_back_op(ms: int) -> Op:
+    """The clock steps back (NTP does)."""
+    async def run(stm: Stm, clock: ManualClock) -> object:
+        clock.set(clock.now_ms() - ms)
+        return None
+    run.__qualname__ = f"clock-{ms}"
+    return run
+
+
+def remote_rewrite_op(place: tuple[str | None, str, int, str], texts: Sequence[str]) -> Op:
+    """Another store on the same database clears a channel, then records
+    turns there (its rows deleted and written anew: their revs restart),
+    while the store under test is busy: it hears of all of it at once, as
+    one notice whose rows it reads again, as its listener does."""
+    async def run(stm: Stm, clock: ManualClock) -> object:
+        other = OTHERS[stm]
+        channel = _place_turn(place).channel_id
+        changed = {r.key for r in await other.adapter.list_memories(
+            MemoryFilter(channel_id=channel))}
+        result = await admin_op("clear_channel", channel_id=channel)(other, clock)
+        for text in texts:
+            clock.advance(ms=1)
+            await record_op(place, text)(other, clock)
+        changed |= {r.key for r in await other.adapter.list_memories(
+            MemoryFilter(channel_id=channel))}
+        for key in stm.engine.heard(ChangeNotice(origin="other", keys=tuple(changed))):
+            await stm.engine.reread(key)
+        return result
+    run.__qualname__ = f"remote-rewrite{place}{list(texts)!r}"
+    return run
+
+
 def clock_op(boundary: int, delta: int) -> Op:
     """Move the clock onto a boundary counted from now (a row written now
     reaches it then), off by ``delta`` ms."""
@@ -205,7 +244,11 @@ writes = _weighted((3, turns), (2, tools), (3, admin_ops))
 busy_places = st.tuples(st.just("g1"), st.sampled_from(("c1", "c2")), st.integers(0, 1),
                         st.just("u1"))
 busy_turns = st.builds(record_op, busy_places, texts)
-clock_moves = st.builds(clock_op, st.sampled_from(BOUNDARIES_MS), st.sampled_from((-1, 0, 1)))
+clock_moves = st.one_of(
+    st.builds(clock_op, st.sampled_from(BOUNDARIES_MS), st.sampled_from((-1, 0, 1))),
+    st.builds(clock_back_op, st.sampled_from((1, 2, 60_000))))
+remote_rewrites = st.builds(remote_rewrite_op, places,
+                            st.lists(texts, min_size=1, max_size=2))
 
 
 def _shuffled(ops: list[Op]) -> st.SearchStrategy[list[Op]]:
@@ -221,6 +264,7 @@ steps = _weighted(
     (2, clock_moves.map(lambda op: [op])),
     (2, st.lists(writes, min_size=2, max_size=3)),
     (2, st.tuples(admin_ops, busy_turns).map(list).flatmap(_shuffled)),
+    (2, remote_rewrites.map(lambda op: [op])),
 )
 
 

@@ -24,7 +24,7 @@ CASES: dict[str, tuple[str, Drop, Read, Callable[[Stm], Any]]] = {
     "server rows": ("newest_server_memories",
                     lambda s: s.cache.drop_scopes([MemoryKey.server("g", "c1", "p")]),
                     lambda s: s.engine.server_memories("g"), lambda s: s.cache.servers.peek("g")),
-    "everything": ("load_server_settings", lambda s: s.cache.clear(),
+    "everything": ("load_server_settings", lambda s: s.engine.flush(),
                    lambda s: s.engine.server_settings("g"), lambda s: s.cache.settings.peek("g")),
 }
 

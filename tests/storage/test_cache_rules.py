@@ -18,12 +18,12 @@ def record(key: MemoryKey, rev: int, summary: str) -> MemoryRecord:
 def test_an_lru_holds_at_most_maxsize_entries_dropping_the_least_recent() -> None:
     lru: LRU[str, int] = LRU(3)
     for i, key in enumerate("abcd"):
-        lru.put(key, i)
+        lru.install(key, i)
         if key == "c":
-            assert lru.get("a") == 0  # refresh a: b is now the least recent
+            assert lru.fresh("a") == 0  # refresh a: b is now the least recent
     assert len(lru) == 3
     assert "b" not in lru
-    assert [lru.get(k) for k in "acd"] == [0, 2, 3]
+    assert [lru.fresh(k) for k in "acd"] == [0, 2, 3]
     assert lru.evictions == 1
 
 
@@ -31,11 +31,11 @@ def test_an_entry_exactly_at_the_maximum_age_is_still_served() -> None:
     now = [1_000]
     lru: LRU[str, int] = LRU(10)
     lru.expire_after(500, lambda: now[0])
-    lru.put("k", 1)
+    lru.install("k", 1)
     now[0] += 500
-    assert lru.get("k") == 1
+    assert lru.fresh("k") == 1
     now[0] += 1
-    assert lru.get("k") is None
+    assert lru.fresh("k") is None
     assert "k" not in lru and lru.expired == 1
 
 
@@ -58,7 +58,7 @@ def test_a_delete_committed_while_its_scope_loads_is_kept_by_the_load() -> None:
     key = MemoryKey.server("g", "c", None)
     since = cache.mark()
     cache.begin_load("server", "g")
-    cache.forget([key], since)
+    cache.forget_rows([key], since)
     loaded = cache.new_view([])
     epoch = cache.epoch
     cache.end_load("server", "g", loaded)
@@ -73,7 +73,7 @@ def test_a_load_that_read_a_row_deleted_meanwhile_is_not_installed() -> None:
     key = MemoryKey.server("g", "c", None)
     since = cache.mark()
     cache.begin_load("server", "g")
-    cache.forget([key], since)
+    cache.forget_rows([key], since)
     loaded = cache.new_view([record(key, 1, "read before or after the delete")])
     epoch = cache.epoch
     cache.end_load("server", "g", loaded)
@@ -112,10 +112,10 @@ def test_every_expired_entry_is_counted() -> None:
     now = [0]
     lru: LRU[str, int] = LRU(10)
     lru.expire_after(100, lambda: now[0])
-    lru.put("a", 1)
-    lru.put("b", 2)
+    lru.install("a", 1)
+    lru.install("b", 2)
     now[0] = 101
-    assert lru.get("a") is None and lru.get("b") is None
+    assert lru.fresh("a") is None and lru.fresh("b") is None
     assert lru.expired == 2
 
 
@@ -135,9 +135,9 @@ def cached_with_rows(cache: MemoryCache, *rows: MemoryRecord) -> None:
         key = row.key
         if key.scope_kind == "server":
             if cache.servers.peek(key.server_id) is None:
-                cache.servers.put(key.server_id, cache.new_view([]))
+                cache.servers.install(key.server_id, cache.new_view([]))
         elif cache.users.peek(key.user_id) is None:
-            cache.users.put(key.user_id, UserView(UserPrefs(user_id=key.user_id),
+            cache.users.install(key.user_id, UserView(UserPrefs(user_id=key.user_id),
                                                    cache.new_view([])))
     cache.apply(rows, cache.mark())
 
@@ -218,6 +218,6 @@ def test_popped_entries_leave_no_stored_time_behind() -> None:
     lru: LRU[int, int] = LRU(10)
     lru.expire_after(1_000, lambda: 0)
     for key in range(100):
-        lru.put(key, key)
-        lru.pop(key)
+        lru.install(key, key)
+        lru.evict(key)
     assert len(lru) == 0 and len(lru._stored_at) == 0

@@ -49,7 +49,7 @@ class World:
     def __init__(self) -> None:
         self.db: dict[MemoryKey, MemoryRecord] = {}
         self.cache = MemoryCache(max_servers=4, max_users=4)
-        self.cache.servers.put(G, self.cache.new_view([]))
+        self.cache.servers.install(G, self.cache.new_view([]))
         self.time = 0
 
     def start(self, op: Op) -> None:
@@ -82,7 +82,7 @@ class World:
         if op.kind in ("write", "bump"):
             cache.apply([op.result], op.since)
         elif op.kind == "delete":
-            cache.forget(op.result, op.since)
+            cache.forget_rows(op.result, op.since)
         elif op.kind == "purge":
             cache.forget_older_than(op.cutoff, op.since)
         elif op.kind == "probe":
@@ -95,7 +95,7 @@ class World:
             view = cache.new_view(op.result.values())
             cache.end_load("server", G, view)
             if cache.epoch == op.epoch:
-                cache.servers.put(G, view)
+                cache.servers.install(G, view)
 
     def problems(self) -> list[str]:
         view = self.cache.servers.peek(G)
@@ -156,7 +156,7 @@ def cached(cache: MemoryCache, *rows: MemoryRecord) -> None:
     since = cache.mark()
     for record in rows:
         if cache.servers.peek(record.key.server_id) is None:
-            cache.servers.put(record.key.server_id, cache.new_view([]))
+            cache.servers.install(record.key.server_id, cache.new_view([]))
     cache.apply(rows, since)
 
 
@@ -168,7 +168,7 @@ def test_an_older_delete_never_drops_a_newer_row_nor_marks_it_absent() -> None:
     cached(cache, row(key, 7, 1, "old"))
     delete_began = cache.mark()
     cache.apply([row(key, 1, 2, "written after the delete")], cache.mark())
-    cache.forget([key], delete_began)
+    cache.forget_rows([key], delete_began)
     view = cache.servers.peek(G)
     assert view is None or (view.records[key].summary == "written after the delete"
                             and key not in view.absent)
@@ -177,7 +177,7 @@ def test_an_older_delete_never_drops_a_newer_row_nor_marks_it_absent() -> None:
 def test_a_delete_drops_the_rows_mirrored_before_it_began() -> None:
     cache = MemoryCache(max_servers=4, max_users=4)
     cached(cache, row(KEYS[0], 3, 1), row(KEYS[1], 1, 1))
-    cache.forget([KEYS[0]], cache.mark())
+    cache.forget_rows([KEYS[0]], cache.mark())
     view = cache.servers.peek(G)
     assert view is not None
     assert KEYS[0] not in view.records and KEYS[0] in view.absent
@@ -189,7 +189,7 @@ def test_a_row_whose_write_began_before_a_delete_was_mirrored_is_not_installed()
     cache = MemoryCache(max_servers=4, max_users=4)
     cached(cache, row(KEYS[1], 1, 1))
     write_began = cache.mark()
-    cache.forget([KEYS[0]], cache.mark())
+    cache.forget_rows([KEYS[0]], cache.mark())
     cache.apply([row(KEYS[0], 4, 2)], write_began)
     assert cache.servers.peek(G) is None
 
@@ -197,8 +197,8 @@ def test_a_row_whose_write_began_before_a_delete_was_mirrored_is_not_installed()
 def test_a_view_made_after_a_delete_refuses_rows_written_before_it() -> None:
     cache = MemoryCache(max_servers=4, max_users=4)
     write_began = cache.mark()
-    cache.forget([KEYS[0]], cache.mark())  # nothing cached for the server then
-    cache.servers.put(G, cache.new_view([]))
+    cache.forget_rows([KEYS[0]], cache.mark())  # nothing cached for the server then
+    cache.servers.install(G, cache.new_view([]))
     cache.apply([row(KEYS[0], 4, 2)], write_began)
     assert cache.servers.peek(G) is None
 
@@ -250,7 +250,7 @@ def test_settings_read_before_a_newer_write_was_mirrored_are_not_installed() -> 
 
 def test_preferences_follow_the_same_rule() -> None:
     cache = MemoryCache(max_servers=4, max_users=4)
-    cache.users.put("u", UserView(UserPrefs(user_id="u"), cache.new_view([])))
+    cache.users.install("u", UserView(UserPrefs(user_id="u"), cache.new_view([])))
     read_began = cache.mark()
     cache.put_prefs(UserPrefs(user_id="u", crossserver_opt_in=True), cache.mark())
     cache.put_prefs(UserPrefs(user_id="u", crossserver_opt_in=False), read_began)
@@ -261,10 +261,10 @@ def test_preferences_follow_the_same_rule() -> None:
 def test_nothing_read_before_a_clear_is_installed_after_it() -> None:
     cache = MemoryCache(max_servers=4, max_users=4)
     read_began = cache.mark()
-    cache.clear()
+    cache.drop_all()
     cache.put_settings(ServerSettings(server_id=G), read_began)
     assert cache.settings.peek(G) is None
-    cache.servers.put(G, cache.new_view([]))
+    cache.servers.install(G, cache.new_view([]))
     cache.apply([row(KEYS[0], 1, 1)], read_began)
     assert cache.servers.peek(G) is None
 
@@ -272,7 +272,7 @@ def test_nothing_read_before_a_clear_is_installed_after_it() -> None:
 def test_change_marks_stay_bounded_and_forget_by_counting_everything_as_changed() -> None:
     marks = ChangeMarks(maxsize=3)
     for mark, ident in enumerate("abcd", start=1):
-        marks.note(ident, mark)
+        marks.note_change(ident, mark)
     assert len(marks._marks) <= 3
     assert marks.changed_since("a", 3)  # forgotten: counts as changed at the floor
     assert not marks.changed_since("zz", 4)

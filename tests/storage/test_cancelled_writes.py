@@ -153,11 +153,11 @@ async def test_sqlite_write_that_fails_after_its_caller_was_cancelled_drops_the_
         caller.cancel()
         with pytest.raises(asyncio.CancelledError):
             await caller
-        assert stm.cache.servers.get("g1") is not None
+        assert stm.cache.servers.fresh("g1") is not None
         release.set()
         await holding
         await _until_dropped(stm, "g1")
-        assert stm.cache.servers.get("g1") is None
+        assert stm.cache.servers.fresh("g1") is None
         assert adapter.writer.stats.failed_jobs == 1
 
 
