@@ -18,7 +18,7 @@ import asyncio
 import itertools
 import json
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -164,7 +164,7 @@ class FakeDiscord:
         #: Component interactions: id -> the message clicked on.
         self._clicked: dict[str, str] = {}
         self._sockets: list[web.WebSocketResponse] = []
-        self._compress: dict[web.WebSocketResponse, Any] = {}
+        self._compress: dict[web.WebSocketResponse, Callable[[bytes], bytes]] = {}
         self._seq = itertools.count(1)
         self._ready = asyncio.Event()
         self._changed = asyncio.Condition()
@@ -216,13 +216,12 @@ class FakeDiscord:
 
     # -- the gateway ----------------------------------------------------------------
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        compress = request.query.get("compress")
+        compressor = stream_compressor(compress) if compress else None
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        compress = request.query.get("compress")
-        if compress == "zlib-stream":
-            self._compress[ws] = zlib.compressobj()
-        elif compress:
-            raise web.HTTPBadRequest(text=f"unsupported compression {compress}")
+        if compressor is not None:
+            self._compress[ws] = compressor
         self._sockets.append(ws)
         await self._send(ws, {"op": 10, "d": {"heartbeat_interval": 45_000}})
         try:
@@ -255,8 +254,7 @@ class FakeDiscord:
         if compressor is None:
             await ws.send_str(text)
         else:
-            data = compressor.compress(text.encode()) + compressor.flush(zlib.Z_SYNC_FLUSH)
-            await ws.send_bytes(data)
+            await ws.send_bytes(compressor(text.encode()))
 
     async def _dispatch_to(self, ws: web.WebSocketResponse, event: str, data: Json) -> None:
         await self._send(ws, {"op": 0, "t": event, "s": next(self._seq), "d": data})
@@ -548,3 +546,27 @@ def _find_component(components: list[Json], custom_id: str) -> Json:
             except LookupError:
                 pass
     raise LookupError(custom_id)
+
+
+def stream_compressor(kind: str) -> Callable[[bytes], bytes]:
+    """One gateway connection's transport compression, as Discord offers it:
+    each message flushed whole, the stream's state kept across messages.
+    discord.py asks for ``zstd-stream`` when it can read zstd (the
+    ``zstandard`` package, or ``compression.zstd`` from Python 3.14), else
+    ``zlib-stream``."""
+    if kind == "zlib-stream":
+        zlib_stream = zlib.compressobj()
+        return lambda data: zlib_stream.compress(data) + zlib_stream.flush(zlib.Z_SYNC_FLUSH)
+    if kind == "zstd-stream":
+        try:
+            import zstandard
+        except ImportError:
+            from compression import zstd  # type: ignore[import-not-found]
+
+            zstd_stream = zstd.ZstdCompressor()
+            return lambda data: (zstd_stream.compress(data)
+                                 + zstd_stream.flush(zstd.ZstdCompressor.FLUSH_BLOCK))
+        stream = zstandard.ZstdCompressor().compressobj()
+        return lambda data: stream.compress(data) + stream.flush(
+            zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+    raise web.HTTPBadRequest(text=f"unsupported compression {kind}")
