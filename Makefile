@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test docs demo lint typecheck bench bench-quick reliability mutate clean
+.PHONY: test docs demo lint typecheck imports bench bench-quick reliability mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "stm needs Python 3.11+")'
@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/stm demo
 
-## Run the whole test suite (lint, strict typing and the docs site first).
-test: $(STAMP) lint typecheck docs
+## Run the whole test suite (lint, strict typing, the layers contract and the docs
+## site first).
+test: $(STAMP) lint typecheck imports docs
 	$(BIN)/python -m pytest
 
 ## Build the docs site into build/site/ in strict mode: a broken link or anchor,
@@ -32,6 +33,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## The layers contract (pyproject.toml, [tool.importlinter]).
+imports: $(STAMP)
+	$(BIN)/lint-imports
 
 ## Benchmarks: write bench/results.json and bench/RESULTS.md.
 bench: $(STAMP)

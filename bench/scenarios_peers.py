@@ -33,7 +33,7 @@ from bench.scenarios_build import as_floor_result, first_difference
 from bench.scenarios_record import WINDOWS, Workload, floor_host_turn, thread_writer
 from bench.stm_side import inline_share, open_bench_store, writer_jobs
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import StmContext
 
 log = logging.getLogger("stm.bench")

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import TokenCounter, byte_bounded
+from hookspecs.types import TokenCounter, byte_bounded
 
 log = logging.getLogger("stm.tiktoken")
 

@@ -1,4 +1,4 @@
-"""Write ``stm_core/sync_admin.py``: the blocking twin of ``stm.admin``.
+"""Write ``stm_core/sync/admin.py``: the blocking twin of ``stm.admin``.
 
 Every public coroutine method of :class:`stm_core.admin.api.Admin` gets a
 method of the same name and signature on ``SyncAdmin`` that runs it on the
@@ -85,7 +85,7 @@ def render() -> str:
     from stm_core.admin import api
 
     namespace = vars(api)
-    imports = {"from stm_core.sync_session import SyncSession"}
+    imports = {"from stm_core.sync.session import SyncSession"}
     bodies = []
     for name, fn in admin_methods():
         signature = inspect.signature(fn)

@@ -33,7 +33,7 @@ from stm_core.storage.protocol import UserErasure
 from stm_core.storage.records import MemoryFilter, MemoryKey, MemoryRecord, UserPrefs
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
 log = logging.getLogger("stm.admin")
 

@@ -16,12 +16,12 @@ from stm_core.cli.session import json_option, open_cli_store, pass_state, reads_
 from stm_core.cli.state import CliState, run
 from stm_core.errors import UnknownProvider, ValidationError
 from stm_core.models import ContextItem, StmContext, Turn
-from stm_core.providers import provider_family
+from stm_core.plugins.providers import provider_family
 from stm_plugins.novelai import PROVIDER as NOVELAI
 
 if TYPE_CHECKING:
     from stm_core.cli.screen import Screen
-    from stm_core.hooks import Hooks
+    from stm_core.plugins.hooks import Hooks
 
 #: A short dialogue to show the placement on when no --dialogue file is given.
 SAMPLE_DIALOGUE: tuple[dict[str, str], ...] = (

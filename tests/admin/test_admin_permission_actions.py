@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
+from stm_core.plugin_types import Actor, AdminAction
 
 from hookspecs import hookimpl
 from stm_core.admin import Admin
-from stm_core.plugin_types import Actor, AdminAction
 from stm_core.store import Stm
 from tests.conftest import OpenStm
 

@@ -8,12 +8,12 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 import pytest
+from stm_core.plugin_types import Actor, StorageAdapterSpec
 
 from hookspecs import hookimpl
 from stm_core.admin import Admin
 from stm_core.admin.params import PARAM_NAMES
 from stm_core.errors import PermissionDenied, StorageError, ValidationError
-from stm_core.plugin_types import Actor, StorageAdapterSpec
 from stm_core.storage.protocol import StorageInventory
 from stm_plugins.memory_storage import MemoryAdapter
 from tests.conftest import OpenStm

@@ -9,8 +9,9 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-from hookspecs import hookimpl
 from stm_core.plugin_types import StorageAdapterSpec
+
+from hookspecs import hookimpl
 from stm_core.settings import Settings
 from stm_core.storage.protocol import AtomicServerEdits, StorageAdapter
 from stm_core.storage.records import MemoryKey, MemoryWrite, ServerSettings

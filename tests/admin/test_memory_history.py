@@ -7,11 +7,11 @@ import logging
 
 import attrs
 import pytest
+from stm_core.plugin_types import Actor
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import ConfigurationError, PermissionDenied, ValidationError
 from stm_core.models import Turn
-from stm_core.plugin_types import Actor
 from stm_core.settings import Settings
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.store import Stm

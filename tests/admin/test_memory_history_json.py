@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stm_core.clock import ManualClock
 from stm_core.plugin_types import Actor
+
+from stm_core._util.clock import ManualClock
 from tests.conftest import OpenStm
 
 WHERE: dict[str, Any] = {"server_id": "g1", "channel_id": "c1", "persona_id": "p1"}

@@ -31,8 +31,8 @@ NOT_LOADED = (
     # The stages (the package's own docstring-only ``__init__`` runs when the
     # facade binds its stages, lazily).
     "stm_core.pipeline.",
-    "stm_core.record",
-    "stm_core.janitor",
+    "stm_core.pipeline.record",
+    "stm_core.engine.janitor",
     "sqlalchemy",
     "cattrs",
     "rich",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from stm_core.demo.model import ScriptedModel, digest, memory_arguments, schema_properties
-from stm_core.demo.results import SpokenLine
 from stm_core.plugin_types import ToolSchema
+
+from stm_core.cli.demo.model import ScriptedModel, digest, memory_arguments, schema_properties
+from stm_core.cli.demo.results import SpokenLine
 from stm_plugins.tool_formats import anthropic, gemini, neutral, openai
 
 SCHEMA = ToolSchema(name="update_short_term_memory", description="d",

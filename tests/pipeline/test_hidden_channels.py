@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from stm_core.plugin_types import VisibilityContext, hidden_channels, hides_channels
 
 from stm_core.models import Turn
-from stm_core.plugin_types import VisibilityContext, hidden_channels, hides_channels
 from stm_core.storage.records import DM_SERVER, MemoryKey, MemoryRecord, ServerSettings
 from stm_plugins.privacy import private_channels
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from stm_core.plugin_types import MentionConverter
+
 from hookspecs import hookimpl
 from stm_core.models import Turn
-from stm_core.plugin_types import MentionConverter
 from stm_core.store import Stm
 from stm_plugins.discord_mentions import convert_discord_mentions
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import attrs
+from stm_core.plugin_types import OtherChannelParts, RenderMode
 
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
-from stm_core.plugin_types import OtherChannelParts, RenderMode
+from stm_core._util.clock import ManualClock
 from stm_core.store import Stm
 
 from .support import (

@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 import pytest
+from stm_core.plugin_types import VisibilityContext, VisibilityPolicy
 
 from hookspecs import hookimpl
 from stm_core.models import StmContext
-from stm_core.plugin_types import VisibilityContext, VisibilityPolicy
 from stm_core.storage.protocol import StorageAdapter
 from stm_core.storage.records import MemoryRecord
 from stm_core.store import Stm

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stm_core.plugin_types import VisibilityContext, VisibilityPolicy
 
-from stm_core.cache import MemoryView
+from stm_core.engine.cache import MemoryView
 from stm_core.models import Turn, crude_line
 from stm_core.pipeline.expiry import is_shown
 from stm_core.pipeline.sortcap import first_visible
-from stm_core.plugin_types import VisibilityContext, VisibilityPolicy
 from stm_core.storage.records import MemoryKey, MemoryRecord
 
 CHANNELS = ("1", "2", "3", "4", "5")

@@ -26,14 +26,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stm_core.plugin_types import MentionConverter, VisibilityPolicy
 
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import StmContext
 from stm_core.pipeline.load import warm_load
 from stm_core.pipeline.plan import MAX_PROVIDERS, PLAN, make_plan
 from stm_core.pipeline.recent import cached_visible, newest_visible
-from stm_core.plugin_types import MentionConverter, VisibilityPolicy
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
 from stm_plugins.token_estimate import estimate_tokens

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stm_core.plugin_types import VisibilityContext
 
-from stm_core import telemetry
+from stm_core._util import telemetry
 from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.expiry import is_shown
 from stm_core.pipeline.sortcap import first_visible
-from stm_core.plugin_types import VisibilityContext
 from stm_core.storage.records import MemoryKey, MemoryRecord
 from stm_core.store import Stm
 

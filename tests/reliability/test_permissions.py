@@ -14,11 +14,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
+from stm_core.plugin_types import Actor, AdminAction
 
 from hookspecs import hookimpl
 from stm_core.admin import Admin
 from stm_core.errors import PermissionDenied, PluginError
-from stm_core.plugin_types import Actor, AdminAction
 from stm_core.store import Stm
 
 from .crash_ops import snapshot
