@@ -1,5 +1,9 @@
 """Objects that plugins return from hooks. Hooks are synchronous and cheap; any
 async work lives in methods of these objects (the adapter's), never in a hook.
+
+The hook contract owns these types: ``hookspecs`` imports nothing of stm_core
+at run time (the names below ``TYPE_CHECKING`` are for type checkers only).
+Plugin authors may also import them as ``stm_core.plugin_types``.
 """
 
 from __future__ import annotations

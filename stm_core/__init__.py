@@ -18,8 +18,9 @@ the import contracts in ``pyproject.toml``; docs/concepts.md draws them):
 * :mod:`~stm_core.storage`: the storage contract adapters implement;
 * values: :mod:`~stm_core.models`, :mod:`~stm_core.settings`,
   :mod:`~stm_core.errors`, :mod:`~stm_core.name_maps`,
-  :mod:`~stm_core.mention_names`, :mod:`~stm_core.inject`, and the text
-  helpers of :mod:`~stm_core.text`;
+  :mod:`~stm_core.mention_names`, :mod:`~stm_core.inject`,
+  :mod:`~stm_core.plugin_types` (the hook record types, defined in
+  :mod:`hookspecs.types`), and the text helpers of :mod:`~stm_core.text`;
 * :mod:`stm_core._util`: private helpers with no stm imports of their own.
 
 Old import paths of moved modules keep working for a deprecation period
@@ -145,7 +146,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     """The facade's names, imported when first read. The ``stm`` command lives
     in this package, so whatever it imports runs first: ``stm --help`` opens no
-    store and must not pay for one (the command line's edge, docs/cli.md)."""
+    store and must not pay for one (docs/cli.md, "Start-up")."""
     if name in ("Stm", "open_store"):
         from stm_core import store as home
     elif name in ("SyncStm", "open_store_sync"):
