@@ -18,9 +18,8 @@ the import contracts in ``pyproject.toml``; docs/concepts.md draws them):
 * :mod:`~stm_core.storage`: the storage contract adapters implement;
 * values: :mod:`~stm_core.models`, :mod:`~stm_core.settings`,
   :mod:`~stm_core.errors`, :mod:`~stm_core.name_maps`,
-  :mod:`~stm_core.mention_names`, :mod:`~stm_core.inject`,
-  :mod:`~stm_core.plugin_types` (the hook record types, defined in
-  :mod:`hookspecs.types`), and the text helpers of :mod:`~stm_core.text`;
+  :mod:`~stm_core.mention_names`, :mod:`~stm_core.inject`, and the text
+  helpers of :mod:`~stm_core.text`;
 * :mod:`stm_core._util`: private helpers with no stm imports of their own.
 
 Old import paths of moved modules keep working for a deprecation period

@@ -77,6 +77,13 @@ MOVED: dict[str, str] = {
     "stm_core.moved": "stm_core._util.moved_paths",
 }
 
+#: Old paths that stay, without a warning: the path plugin authors were told to
+#: use for the hook record types (docs/hook-policy.md). Its stub,
+#: ``stm_core/plugin_types.pyi``, is what type checkers read.
+KEPT: dict[str, str] = {
+    "stm_core.plugin_types": "hookspecs.types",
+}
+
 #: Modules that 0.1 called as functions, and the function they stand for.
 CALLED: dict[str, str] = {
     "stm_core.inject": "stm_core.inject.inject",
@@ -85,8 +92,9 @@ CALLED: dict[str, str] = {
 
 def home_of(old: str) -> str | None:
     """Where the module imported as ``old`` lives now, or ``None``."""
-    if old in MOVED:
-        return MOVED[old]
+    for table in (MOVED, KEPT):
+        if old in table:
+            return table[old]
     package, _, rest = old.rpartition(".")
     while package:
         if package in MOVED:
@@ -99,14 +107,16 @@ def home_of(old: str) -> str | None:
 class _Alias:
     """Loader of an old path: the moved module itself, after a warning."""
 
-    def __init__(self, old: str, new: str) -> None:
-        self.old, self.new = old, new
+    def __init__(self, old: str, new: str, *, warn: bool) -> None:
+        self.old, self.new, self.warn = old, new, warn
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        # stacklevel 2 skips the import system's frames: the warning names the
-        # file that wrote the import.
-        warnings.warn(f"{self.old} moved to {self.new}; the old path is deprecated and "
-                      f"will be removed in stm {REMOVED_IN}", DeprecationWarning, stacklevel=2)
+        if self.warn:
+            # stacklevel 2 skips the import system's frames: the warning names
+            # the file that wrote the import.
+            warnings.warn(f"{self.old} moved to {self.new}; the old path is deprecated and "
+                          f"will be removed in stm {REMOVED_IN}", DeprecationWarning,
+                          stacklevel=2)
         return importlib.import_module(self.new)
 
     def exec_module(self, module: ModuleType) -> None:
@@ -147,8 +157,8 @@ class _MakeCallable:
 
 
 class MovedPathFinder:
-    """Finds the old paths of :data:`MOVED`, and wraps the modules of
-    :data:`CALLED`."""
+    """Finds the old paths of :data:`MOVED` and :data:`KEPT`, and wraps the
+    modules of :data:`CALLED`."""
 
     @classmethod
     def find_spec(cls, fullname: str, path: Sequence[str] | None = None,
@@ -161,7 +171,7 @@ class MovedPathFinder:
         new = home_of(fullname)
         if new is None or importlib.util.find_spec(new) is None:
             return None
-        alias = _Alias(fullname, new)
+        alias = _Alias(fullname, new, warn=fullname not in KEPT)
         return importlib.machinery.ModuleSpec(fullname, alias)  # type: ignore[arg-type]
 
 
