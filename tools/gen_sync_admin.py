@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = ROOT / "stm_core" / "sync_admin.py"
+TARGET = ROOT / "stm_core" / "sync" / "admin.py"
 IDENTIFIER = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\b(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 HEADER = '''"""``stm.admin`` for synchronous hosts: each method of
