@@ -163,6 +163,8 @@ class MovedPathFinder:
     @classmethod
     def find_spec(cls, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith("stm_core."):
+            return None  # every import of the process passes here: others leave at once
         if fullname in CALLED:
             spec = importlib.machinery.PathFinder.find_spec(fullname, path)
             if spec is not None and spec.loader is not None:
