@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test docs demo discord-demo lint typecheck bench bench-quick reliability mutate clean
+.PHONY: test docs demo discord-demo lint typecheck imports bench bench-quick reliability mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "stm needs Python 3.11+")'
@@ -26,8 +26,9 @@ discord-demo: $(STAMP)
 	cd build/discord-demo && env -u DISCORD_TOKEN $(CURDIR)/$(BIN)/python \
 		$(CURDIR)/examples/discord-bot/bot.py
 
-## Run the whole test suite (lint, strict typing and the docs site first).
-test: $(STAMP) lint typecheck docs
+## Run the whole test suite (lint, strict typing, the layers contract and the docs
+## site first).
+test: $(STAMP) lint typecheck imports docs
 	$(BIN)/python -m pytest
 
 ## Build the docs site into build/site/ in strict mode: a broken link or anchor,
@@ -40,6 +41,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## The layers contract (pyproject.toml, [tool.importlinter]).
+imports: $(STAMP)
+	$(BIN)/lint-imports
 
 ## Benchmarks: write bench/results.json and bench/RESULTS.md.
 bench: $(STAMP)

@@ -82,7 +82,7 @@ async def _host(side: str, units: int, record_only: bool = False) -> int:
     )
     from bench.stm_side import open_bench_store
     from bench.urls import sqlite_url
-    from stm_core.clock import ManualClock
+    from stm_core._util.clock import ManualClock
 
     load = Workload(channels=100, server=w.server_id(502))
     load.prepare(101 + WARM + units)  # every side makes the same Turns
@@ -113,7 +113,7 @@ async def _build(side: str, units: int) -> int:
     from bench.floors import bench_hand_build, floor_server
     from bench.stm_side import open_bench_store, seed_typical_server
     from bench.urls import sqlite_url
-    from stm_core.clock import ManualClock
+    from stm_core._util.clock import ManualClock
 
     seeds = w.typical_server(w.EPOCH_MS)
     names = w.channel_names(seeds)

@@ -17,7 +17,7 @@ from bench.floors import FloorResult, bench_hand_build, floor_server
 from bench.harness import cpu_ratio, interleave, prepared_set_aside, ratio
 from bench.stm_side import count_calls, open_bench_store, seed_typical_server
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import StmContext, Turn
 
 log = logging.getLogger("stm.bench")

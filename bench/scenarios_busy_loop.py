@@ -42,7 +42,7 @@ from bench.scenarios_record import (
 )
 from bench.stm_side import inline_share, open_bench_store, seed_typical_server, writer_jobs
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse
 
 #: Unrelated tasks sleeping on timers (a bot's typing indicators, polls).

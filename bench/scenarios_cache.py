@@ -12,7 +12,7 @@ from bench.harness import current_rss_kb
 from bench.scenarios_record import WINDOWS
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
 from stm_core.settings import Settings
 

@@ -53,7 +53,7 @@ from bench.harness import Stats, percentile
 from bench.seeding import COLUMNS, TABLE, check_schema, seed_rows
 from bench.stm_side import open_bench_store
 from bench.urls import asyncpg_dsn, sqlite_url, stm_postgres_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
 from stm_core.store import Stm
 

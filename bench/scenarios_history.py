@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from bench import standalone
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
 from stm_core.settings import Settings
 from stm_core.store import open_store

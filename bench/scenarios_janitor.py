@@ -31,7 +31,7 @@ from bench.scenarios_record import WINDOWS, Workload
 from bench.seeding import check_schema, seed_rows
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.settings import DAY_MS, Settings
 from stm_core.store import Stm
 

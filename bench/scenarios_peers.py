@@ -41,7 +41,7 @@ from bench.scenarios_record import (
 )
 from bench.stm_side import compiled_capture, inline_share, open_bench_store, writer_jobs
 from bench.urls import asyncpg_dsn, sqlite_url, stm_postgres_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import StmContext
 from stm_core.store import Stm
 

@@ -6,7 +6,7 @@ that hands ``inject`` its previous prompt), once per policy: the bundled demo
 transcript, and a synthetic 200-turn conversation in one channel with a second
 channel talking beside it and the model writing its
 summary whenever nudged. For every turn the share of the prompt that repeats
-the previous turn's prompt is recorded (see :mod:`stm_core.prompt_reuse`).
+the previous turn's prompt is recorded (see :mod:`stm_core.inject.prompt_reuse`).
 
 Runs with the others (``python -m bench --only prefix``) or alone, writing only
 its own keys into ``results.json`` and its section of ``RESULTS.md``::
@@ -19,10 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from bench import standalone
-from stm_core.clock import ManualClock
-from stm_core.demo.runner import measure_prefix_reuse
-from stm_core.models import HistoryMessage, PersonaResponse, Turn
-from stm_core.prompt_reuse import (
+from stm_core._util.clock import ManualClock
+from stm_core.cli.demo.runner import measure_prefix_reuse
+from stm_core.inject.prompt_reuse import (
     CACHE_READ_PRICE,
     CACHE_WRITE_PRICE,
     HostPrompts,
@@ -30,6 +29,7 @@ from stm_core.prompt_reuse import (
     prompt_text,
     without_memory,
 )
+from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.settings import CACHE_POLICIES, Settings
 from stm_core.store import open_store
 

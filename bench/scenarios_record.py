@@ -43,7 +43,7 @@ from bench.stm_side import (
     writer_jobs,
 )
 from bench.urls import asyncpg_dsn, sqlite_url, stm_postgres_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext, Turn
 from stm_core.settings import Settings
 from stm_core.store import Stm

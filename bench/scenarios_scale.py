@@ -39,7 +39,7 @@ from bench.seeding import (
 )
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
 from stm_core.store import Stm
 

@@ -50,9 +50,9 @@ from bench.seeding import TABLE, check_schema
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
+from hookspecs.types import VisibilityContext, VisibilityPolicy, hides_channels
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
-from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hides_channels
 from stm_core.storage.records import MemoryRecord
 from stm_core.store import Stm
 

@@ -24,7 +24,7 @@ from bench.harness import cpu_ratio, current_rss_kb, interleave, ratio
 from bench.seeding import TABLE, check_schema, seed_rows
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
 from stm_core.store import Stm
 

@@ -21,7 +21,7 @@ from bench.config import RunConfig
 from bench.harness import cpu_ratio, interleave, ratio
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse, RecordResult, StmContext, Turn
 from stm_core.store import Stm
 
@@ -41,7 +41,7 @@ def strip_instrumentation(stm: Stm) -> None:
     async def bare_record(turn: Turn, history: Sequence[HistoryMessage],
                           responses: Sequence[PersonaResponse], *, stop_response: bool = False,
                           privacy_full: bool = False) -> RecordResult:
-        from stm_core.record import record_turn
+        from stm_core.pipeline.record import record_turn
 
         return await record_turn(stm.engine, turn, history, responses, stop_response=stop_response,
                                  privacy_full=privacy_full)

@@ -36,7 +36,7 @@ from bench.scenarios_record import (
 )
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.store import Stm
 
 #: A server of its own (configured like the whole-turn scenarios' server).

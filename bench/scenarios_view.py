@@ -24,7 +24,7 @@ import attrs
 
 from bench.config import RunConfig
 from bench.harness import cpu_ratio, interleave, ratio
-from stm_core.cache import MemoryView
+from stm_core.engine.cache import MemoryView
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey, MemoryRecord
 

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, cast
 
 from bench import workload as w
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter

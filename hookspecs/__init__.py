@@ -1,7 +1,7 @@
 """The plugin contract of stm: one module per concern, one spec class each.
 
 Every hook is prefixed ``stm_``, synchronous and cheap. Hooks that register
-things return records (see :mod:`stm_core.plugin_types`); anything async lives in
+things return records (see :mod:`hookspecs.types`); anything async lives in
 methods of those records. stm calls most hooks once per plugin set and memoizes
 the answers, so implementations must be pure functions of their arguments.
 """

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from hookspecs.markers import hookspec
 
 if TYPE_CHECKING:
-    from stm_core.plugin_types import TokenCounter
+    from hookspecs.types import TokenCounter
 
 
 class BudgetSpecs:
@@ -28,7 +28,7 @@ class BudgetSpecs:
             ``None`` to leave the choice to the next plugin. The first answer
             that is not ``None`` wins (firstresult). A counter that never
             counts more tokens than the text has UTF-8 bytes (byte-level BPE)
-            may be marked with :func:`stm_core.plugin_types.byte_bounded`:
+            may be marked with :func:`hookspecs.types.byte_bounded`:
             turns whose texts are shorter than the budget are then not
             counted at all.
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from hookspecs.markers import hookspec
 
 if TYPE_CHECKING:
-    from stm_core.plugin_types import MentionConverter
+    from hookspecs.types import MentionConverter
 
 
 class MentionSpecs:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from hookspecs.markers import hookspec
 
 if TYPE_CHECKING:
-    from stm_core.plugin_types import Actor, AdminAction
+    from hookspecs.types import Actor, AdminAction
 
 
 class PermissionSpecs:

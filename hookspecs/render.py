@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from hookspecs.markers import hookspec
 
 if TYPE_CHECKING:
-    from stm_core.plugin_types import RenderMode
+    from hookspecs.types import RenderMode
 
 
 class RenderSpecs:
@@ -21,7 +21,7 @@ class RenderSpecs:
         ``parts`` alone: stm reuses its text on later turns while a cached
         row and the turn inputs its parts come from stay the same.
 
-        :return: an iterable of :class:`~stm_core.plugin_types.RenderMode`;
+        :return: an iterable of :class:`~hookspecs.types.RenderMode`;
             results of all plugins are combined. Two plugins registering the
             same key is a :class:`~stm_core.errors.PluginError` naming both.
 

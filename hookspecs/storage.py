@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from hookspecs.markers import hookspec
 
 if TYPE_CHECKING:
-    from stm_core.plugin_types import StorageAdapterSpec
+    from hookspecs.types import StorageAdapterSpec
 
 
 class StorageSpecs:
@@ -20,7 +20,7 @@ class StorageSpecs:
         contains the URL's scheme (the part before ``://``) is built with
         ``factory(url, settings)`` and set up.
 
-        :return: an iterable of :class:`~stm_core.plugin_types.StorageAdapterSpec`;
+        :return: an iterable of :class:`~hookspecs.types.StorageAdapterSpec`;
             results of all plugins are combined. Two plugins claiming the same
             scheme is a :class:`~stm_core.errors.PluginError` naming both.
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from hookspecs.markers import hookspec
 
 if TYPE_CHECKING:
-    from stm_core.plugin_types import ToolFormat
+    from hookspecs.types import ToolFormat
 
 
 class ToolSchemaSpecs:
@@ -17,14 +17,14 @@ class ToolSchemaSpecs:
         """Offer tool-declaration formats, by key and by the providers using them.
 
         When: once per plugin set. ``tool_schema(turn)`` renders the neutral
-        :class:`~stm_core.plugin_types.ToolSchema` with the format the host asks
+        :class:`~hookspecs.types.ToolSchema` with the format the host asks
         for by key, else the one :meth:`stm_tool_format` names, else the format
         whose ``providers`` lists the turn's provider (see the tool-format rule
         in the host guide). ``openai``, ``openai-strict``, ``openai-responses``,
         ``openai-responses-strict``, ``anthropic``, ``gemini`` and ``neutral``
         are built in.
 
-        :return: an iterable of :class:`~stm_core.plugin_types.ToolFormat`. Two
+        :return: an iterable of :class:`~hookspecs.types.ToolFormat`. Two
             plugins registering the same key, or claiming the same provider, is
             a :class:`~stm_core.errors.PluginError` naming both.
 
@@ -48,7 +48,7 @@ class ToolSchemaSpecs:
         ``vertex`` with Claude models use the Anthropic format).
 
         :param provider: the family of the turn's provider key
-            (:func:`stm_core.providers.provider_family`: trimmed, lower-cased,
+            (:func:`stm_core.plugins.providers.provider_family`: trimmed, lower-cased,
             without the model after a slash, ``"vertex_ai"`` read as ``"vertex"``).
         :param model: the turn's model (``Turn.model``, or the part after the
             slash of a ``family/model`` key), or ``None``.

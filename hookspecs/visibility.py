@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from hookspecs.markers import hookspec
 
 if TYPE_CHECKING:
-    from stm_core.plugin_types import VisibilityPolicy
+    from hookspecs.types import VisibilityPolicy
 
 
 class VisibilitySpecs:
@@ -23,7 +23,7 @@ class VisibilitySpecs:
         keeps DM memories out of servers and other servers' private channels
         out of folded recall. A policy that hides whole channels of the
         turn's own server may declare them with
-        :func:`stm_core.plugin_types.hides_channels`, so that a build in a big
+        :func:`hookspecs.types.hides_channels`, so that a build in a big
         server leaves their entries out without calling it for each.
 
         :return: an iterable of callables ``(MemoryRecord, VisibilityContext) ->

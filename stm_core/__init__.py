@@ -5,121 +5,84 @@ The public API for host apps::
     from stm_core import open_store, Turn
     from stm_core.inject import inject
 
-See ``docs/host-guide.md``. Names are imported on first use (PEP 562), so
-``import stm_core`` and the ``stm`` command load only what they touch.
+See ``docs/host-guide.md``. The package's layers, top to bottom (checked by
+the import contracts in ``pyproject.toml``; docs/concepts.md draws them):
+
+* the facade: :mod:`~stm_core.store`, :mod:`~stm_core.sync`, :mod:`~stm_core.cli`
+  (and :mod:`~stm_core.testing`, the kit for adapter authors);
+* what the facade calls: :mod:`~stm_core.admin`, :mod:`~stm_core.tool`,
+  :mod:`~stm_core.pipeline`;
+* :mod:`~stm_core.engine`: the cache and every read and write through it;
+* :mod:`~stm_core.plugins`: loading plugins, the typed hook facade, the
+  storage adapter factory;
+* :mod:`~stm_core.storage`: the storage contract adapters implement;
+* values: :mod:`~stm_core.models`, :mod:`~stm_core.settings`,
+  :mod:`~stm_core.errors`, :mod:`~stm_core.name_maps`,
+  :mod:`~stm_core.mention_names`, :mod:`~stm_core.inject`, and the text
+  helpers of :mod:`~stm_core.text`;
+* :mod:`stm_core._util`: private helpers with no stm imports of their own.
+
+Old import paths of moved modules keep working for a deprecation period
+(:mod:`stm_core._util.moved_paths`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from stm_core.lazy_names import lazy_names
+from stm_core._util import moved_paths
 
-if TYPE_CHECKING:
-    from hookspecs import hookimpl
-    from stm_core import inject
-    from stm_core.clock import Clock, ManualClock, SystemClock
-    from stm_core.errors import (
-        ConfigurationError,
-        PermissionDenied,
-        PluginError,
-        StmError,
-        StorageError,
-        StoreClosed,
-        TemplateError,
-        UnknownDatabaseURL,
-        UnknownProvider,
-        ValidationError,
-    )
-    from stm_core.inject import (
-        StmMessage,
-        find_injected,
-        insert_at_dialogue_depth,
-        strip_injected,
-    )
-    from stm_core.intent import detect_long_term_intent
-    from stm_core.models import (
-        DIALOGUE_HISTORY,
-        DIALOGUE_SAMPLE,
-        STM_TAG,
-        ContextItem,
-        HistoryMessage,
-        PersonaResponse,
-        RecordResult,
-        StmContext,
-        ToolResult,
-        Turn,
-    )
-    from stm_core.name_maps import IdSet, NameMap
-    from stm_core.plugin_types import (
-        Actor,
-        AdminAction,
-        OtherChannelParts,
-        RenderMode,
-        StorageAdapterSpec,
-        ToolFormat,
-        ToolSchema,
-        VisibilityContext,
-    )
-    from stm_core.plugins import create_plugin_manager
-    from stm_core.settings import Settings
-    from stm_core.storage.factory import adapter_for_url
-    from stm_core.store import Stm, open_store
-    from stm_core.sync import SyncStm, open_store_sync
-    from stm_core.tool import TOOL_NAME
+moved_paths.install()
 
-#: Where each public name lives. ``inject`` is the subpackage itself (callable
-#: for a deprecation period); its function is ``stm_core.inject.inject``.
-_HOME: dict[str, str] = {
-    "DIALOGUE_HISTORY": "stm_core.models",
-    "DIALOGUE_SAMPLE": "stm_core.models",
-    "STM_TAG": "stm_core.models",
-    "ContextItem": "stm_core.models",
-    "HistoryMessage": "stm_core.models",
-    "PersonaResponse": "stm_core.models",
-    "RecordResult": "stm_core.models",
-    "StmContext": "stm_core.models",
-    "ToolResult": "stm_core.models",
-    "Turn": "stm_core.models",
-    "NameMap": "stm_core.name_maps",
-    "IdSet": "stm_core.name_maps",
-    "TOOL_NAME": "stm_core.tool",
-    "Actor": "stm_core.plugin_types",
-    "AdminAction": "stm_core.plugin_types",
-    "OtherChannelParts": "stm_core.plugin_types",
-    "RenderMode": "stm_core.plugin_types",
-    "StorageAdapterSpec": "stm_core.plugin_types",
-    "ToolFormat": "stm_core.plugin_types",
-    "ToolSchema": "stm_core.plugin_types",
-    "VisibilityContext": "stm_core.plugin_types",
-    "Clock": "stm_core.clock",
-    "ManualClock": "stm_core.clock",
-    "SystemClock": "stm_core.clock",
-    "ConfigurationError": "stm_core.errors",
-    "PermissionDenied": "stm_core.errors",
-    "PluginError": "stm_core.errors",
-    "StmError": "stm_core.errors",
-    "StorageError": "stm_core.errors",
-    "StoreClosed": "stm_core.errors",
-    "TemplateError": "stm_core.errors",
-    "UnknownDatabaseURL": "stm_core.errors",
-    "UnknownProvider": "stm_core.errors",
-    "ValidationError": "stm_core.errors",
-    "Settings": "stm_core.settings",
-    "Stm": "stm_core.store",
-    "open_store": "stm_core.store",
-    "inject": "stm_core.inject",
-    "StmMessage": "stm_core.inject",
-    "find_injected": "stm_core.inject",
-    "insert_at_dialogue_depth": "stm_core.inject",
-    "strip_injected": "stm_core.inject",
-    "SyncStm": "stm_core.sync",
-    "open_store_sync": "stm_core.sync",
-    "adapter_for_url": "stm_core.storage.factory",
-    "create_plugin_manager": "stm_core.plugins",
-    "detect_long_term_intent": "stm_core.intent",
-    "hookimpl": "hookspecs",
-}
+# The public names, imported plainly, once the finder is in place (it makes
+# `stm_core.inject` callable).
+from hookspecs import hookimpl
+from hookspecs.types import (
+    Actor,
+    AdminAction,
+    OtherChannelParts,
+    RenderMode,
+    StorageAdapterSpec,
+    ToolFormat,
+    ToolSchema,
+    VisibilityContext,
+)
+from stm_core import inject
+from stm_core._util.clock import Clock, ManualClock, SystemClock
+from stm_core.errors import (
+    ConfigurationError,
+    PermissionDenied,
+    PluginError,
+    StmError,
+    StorageError,
+    StoreClosed,
+    TemplateError,
+    UnknownDatabaseURL,
+    UnknownProvider,
+    ValidationError,
+)
+from stm_core.inject import (
+    StmMessage,
+    find_injected,
+    insert_at_dialogue_depth,
+    strip_injected,
+)
+from stm_core.models import (
+    DIALOGUE_HISTORY,
+    DIALOGUE_SAMPLE,
+    STM_TAG,
+    ContextItem,
+    HistoryMessage,
+    PersonaResponse,
+    RecordResult,
+    StmContext,
+    ToolResult,
+    Turn,
+)
+from stm_core.name_maps import IdSet, NameMap
+from stm_core.settings import Settings
+from stm_core.text.intent import detect_long_term_intent
+from stm_core.tool import TOOL_NAME
 
 __all__ = [
     "DIALOGUE_HISTORY",
@@ -172,5 +135,31 @@ __all__ = [
     "strip_injected",
 ]
 
-__getattr__, __dir__ = lazy_names(globals(), _HOME, __all__)
+if TYPE_CHECKING:
+    from stm_core.plugins import create_plugin_manager
+    from stm_core.plugins.storage import adapter_for_url
+    from stm_core.store import Stm, open_store
+    from stm_core.sync import SyncStm, open_store_sync
 
+
+def __getattr__(name: str) -> Any:
+    """The facade's names, imported when first read. The ``stm`` command lives
+    in this package, so whatever it imports runs first: ``stm --help`` opens no
+    store and must not pay for one (docs/cli.md, "Start-up")."""
+    if name in ("Stm", "open_store"):
+        from stm_core import store as home
+    elif name in ("SyncStm", "open_store_sync"):
+        from stm_core import sync as home  # type: ignore[no-redef]
+    elif name == "adapter_for_url":
+        from stm_core.plugins import storage as home  # type: ignore[no-redef]
+    elif name == "create_plugin_manager":
+        import stm_core.plugins as home  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(home, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -24,7 +24,7 @@ class TemplateError(ValidationError):
     """Kept for code that catches it; stm itself no longer raises it.
 
     Prompt texts are stored as typed and rendered safely (see
-    :mod:`stm_core.templates`), so no brace is refused any more.
+    :mod:`stm_core.text.templates`), so no brace is refused any more.
     """
 
 

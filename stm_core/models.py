@@ -14,10 +14,10 @@ from typing import Any, Literal, Protocol, cast
 
 import attrs
 
-from stm_core import arguments
+from stm_core._util import arguments
+from stm_core._util.fast_attrs import unchecked_maker
 from stm_core.errors import ValidationError
 from stm_core.name_maps import IdSet, NameMap
-from stm_core.unchecked import unchecked_maker
 
 #: Tag carried by every item stm emits (memory blocks and the nudge).
 STM_TAG = "KNOWLEDGE_SHORT_TERM_MEMORY"
@@ -32,7 +32,7 @@ AuthorType = Literal["user", "persona", "other"]
 AUTHOR_TYPES: tuple[str, ...] = ("user", "persona", "other")
 
 
-# Field checks (stm_core.arguments): a wrong type is a ValidationError when the
+# Field checks (stm_core._util.arguments): a wrong type is a ValidationError when the
 # value is built, and int ids become strings here, the same for every backend.
 # Named converters (not closures) so type checkers see ``str | int`` ids.
 IdIn = str | int
@@ -225,7 +225,7 @@ class _LineMaker(Protocol):
 
 #: ``CrudeMessage(...)`` with the fields by position too, without the keyword
 #: ``__init__`` attrs generates: the same object, each slot set through its
-#: descriptor (:mod:`stm_core.unchecked`), faster: every turn stores ten
+#: descriptor (:mod:`stm_core._util.fast_attrs`), faster: every turn stores ten
 #: lines, and loading a row decodes them.
 crude_line = cast(_LineMaker, unchecked_maker(CrudeMessage, positional=True))
 

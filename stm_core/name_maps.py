@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
-from stm_core import arguments
-from stm_core.text_memo import TextMemo
+from stm_core._util import arguments
+from stm_core.text.memo import TextMemo
 
 
 class NameMap(dict[str, str]):

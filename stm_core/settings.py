@@ -291,7 +291,7 @@ class Settings:
     #: A server may set its own (``prompt_budget_tokens`` server parameter).
     prompt_budget_tokens: int = attrs.field(default=2000, validator=_in_range)
     #: A raw line is stored with at most this many characters, the end cut and
-    #: marked with :data:`stm_core.truncation.LINE_TRUNCATION_MARK`.
+    #: marked with :data:`stm_core.text.truncation.LINE_TRUNCATION_MARK`.
     max_stored_line_length: int = attrs.field(default=1000, validator=_in_range)
     #: The host's long-term-memory tools (the ``{memory_tool}`` and
     #: ``{memory_update_tool}`` macros). Unset, the default nudge and tool

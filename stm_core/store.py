@@ -13,7 +13,7 @@ Reads come from the cache (a warm turn makes no database call); writes go to
 the database first and reach the cache only from the committed rows. A write
 that fails drops the cached views it touched, since it may have committed
 before the failure was seen. With several processes on one PostgreSQL
-database, each store listens for the others' writes (:mod:`stm_core.invalidation`).
+database, each store listens for the others' writes (:mod:`stm_core.engine.invalidation`).
 """
 
 from __future__ import annotations
@@ -23,24 +23,27 @@ import logging
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-from stm_core import telemetry
-from stm_core.arguments import (
+from stm_core._util import telemetry
+from stm_core._util.arguments import (
     check_flag,
     check_iterable,
     check_optional_text,
     instance_of,
     instances_of,
 )
-from stm_core.cache import MemoryCache, MemoryView, UserView
-from stm_core.clock import Clock
-from stm_core.engine import Engine
+from stm_core._util.clock import Clock
+from stm_core._util.store_lifecycle import CallGate, StoreOpening
+from stm_core.admin import Admin
+from stm_core.engine import invalidation
+from stm_core.engine import janitor as purging
+from stm_core.engine.cache import MemoryCache, MemoryView, UserView
+from stm_core.engine.core import Engine
+from stm_core.engine.profile import ProfileCache, ServerProfile, check_default_render_mode
 from stm_core.errors import ConfigurationError, ValidationError
-from stm_core.hooks import Hooks
-from stm_core.lazy_import import lazy_module
 from stm_core.models import (
     HistoryMessage,
     PersonaResponse,
@@ -49,10 +52,11 @@ from stm_core.models import (
     ToolResult,
     Turn,
 )
+from stm_core.pipeline import build, record
 from stm_core.plugins import StmPluginManager, create_plugin_manager
-from stm_core.profile import ProfileCache, ServerProfile, check_default_render_mode
+from stm_core.plugins.hooks import Hooks
+from stm_core.plugins.storage import adapter_for_url
 from stm_core.settings import Settings
-from stm_core.storage.factory import adapter_for_url
 from stm_core.storage.protocol import ChangeFeed, StorageAdapter
 from stm_core.storage.records import (
     CaptureWrite,
@@ -62,24 +66,7 @@ from stm_core.storage.records import (
     SchemaStatus,
     ServerSettings,
 )
-from stm_core.store_lifecycle import CallGate, StoreOpening
-
-if TYPE_CHECKING:
-    from stm_core import invalidation, record
-    from stm_core import janitor as purging
-    from stm_core.admin import Admin
-    from stm_core.pipeline import build
-    from stm_core.tool import apply, gate, schema
-else:
-    # The facade's parts, bound at import and run on first use: a short
-    # ``stm`` command opens a store and builds no context, runs no janitor.
-    build = lazy_module("stm_core.pipeline.build")
-    invalidation = lazy_module("stm_core.invalidation")
-    purging = lazy_module("stm_core.janitor")
-    record = lazy_module("stm_core.record")
-    apply = lazy_module("stm_core.tool.apply")
-    gate = lazy_module("stm_core.tool.gate")
-    schema = lazy_module("stm_core.tool.schema")
+from stm_core.tool import apply, gate, schema
 
 log = logging.getLogger("stm.store")
 
@@ -316,10 +303,6 @@ class Stm:
         """Settings, categories, prompts, privacy and memory edits."""
         self._calls.check_open()
         if self._admin is None:
-            # Imported here, not bound lazily: a package bound by lazy_module
-            # would be loaded twice when one of its modules is imported first.
-            from stm_core.admin import Admin
-
             self._admin = Admin(self.engine)
         return self._admin
 

@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 import discord
 
-from stm_core import HistoryMessage, Turn, ValidationError, arguments
+from stm_core import HistoryMessage, Turn, ValidationError
+from stm_core._util import arguments
 from stm_plugins.discord_mentions import convert_discord_mentions
 
 

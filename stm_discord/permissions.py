@@ -15,7 +15,7 @@ This module does not import discord.
 from __future__ import annotations
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import Actor, AdminAction
+from hookspecs.types import Actor, AdminAction
 
 #: Admin reads behind ``/server …`` and ``/capabilities …``.
 SETTINGS_READS = frozenset({"server_params", "prompts", "categories", "capability", "privacy"})

@@ -1,7 +1,7 @@
 """Static tool-name macros, backtick-quoted (``{short_term_memory_tool}`` ...).
 
 The long-term-memory tools (``{memory_tool}``, ``{memory_update_tool}``) are not
-here: they are the host's, named in its settings (stm_core.long_term_tools).
+here: they are the host's, named in its settings (stm_core.text.long_term_tools).
 """
 
 from __future__ import annotations

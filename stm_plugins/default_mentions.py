@@ -13,8 +13,8 @@ import warnings
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
+from hookspecs.types import MentionConverter
 from stm_core.models import Turn
-from stm_core.plugin_types import MentionConverter
 
 _IDENTITY = re.compile(r"\{\{?(bot|char|user|user_formatted|user_term)\}?\}", re.IGNORECASE)
 

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import Actor, AdminAction
+from hookspecs.types import Actor, AdminAction
 
 
 @hookimpl(trylast=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hookspecs import hookimpl
 
 # ``{long_term_memory_sentence}`` and ``{long_term_memory_hint}`` name the host's
-# long-term-memory tools, and are empty when it has none (stm_core.long_term_tools).
+# long-term-memory tools, and are empty when it has none (stm_core.text.long_term_tools).
 SUMMARY_NUDGE = (
     "[System: After responding, use {short_term_memory_tool} to create or update your "
     "short-term memory for this conversation.{long_term_memory_sentence}]"

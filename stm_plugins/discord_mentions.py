@@ -16,10 +16,10 @@ import re
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
+from hookspecs.types import MentionConverter
 from stm_core.mention_names import channel_label, role_label
 from stm_core.models import Turn
-from stm_core.plugin_types import MentionConverter
-from stm_core.text_memo import TextMemo
+from stm_core.text.memo import TextMemo
 
 _LINK = re.compile(r"https?://(?:\w+\.)?discord(?:app)?\.com/channels/[\w@]+/(\d+)(?:/\d+)?")
 #: A part of every text ``_LINK`` matches.

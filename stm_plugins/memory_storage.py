@@ -12,9 +12,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 import attrs
 
 from hookspecs import hookimpl
-from stm_core.memory_ttl import is_expired
+from hookspecs.types import StorageAdapterSpec
 from stm_core.models import CrudeMessage
-from stm_core.plugin_types import StorageAdapterSpec
+from stm_core.pipeline.memory_ttl import is_expired
 from stm_core.settings import Settings
 from stm_core.storage.newest import newest
 from stm_core.storage.records import (

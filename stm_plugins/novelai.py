@@ -4,7 +4,7 @@ the key's model (``"novelai"``, ``"novelai/kayra"``)."""
 from __future__ import annotations
 
 from hookspecs import hookimpl
-from stm_core.providers import provider_family
+from stm_core.plugins.providers import provider_family
 
 PROVIDER = "novelai"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hides_channels
+from hookspecs.types import VisibilityContext, VisibilityPolicy, hides_channels
 from stm_core.storage.records import DM_SERVER, MemoryRecord
 
 

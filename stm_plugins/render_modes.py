@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import OtherChannelParts, RenderMode
+from hookspecs.types import OtherChannelParts, RenderMode
 
 
 def _crude_listing(parts: OtherChannelParts) -> str:

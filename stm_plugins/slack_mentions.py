@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
+from hookspecs.types import MentionConverter
 from stm_core.mention_names import channel_label, role_label
 from stm_core.models import Turn
-from stm_core.plugin_types import MentionConverter
 
 #: ``<@U1|name>``, ``<#C1|name>``, ``<!subteam^S1|@team>``, ``<!here>`` in one pass.
 _MENTION = re.compile(

@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import TokenCounter, byte_bounded
+from hookspecs.types import TokenCounter, byte_bounded
 
 log = logging.getLogger("stm.tiktoken")
 

@@ -9,7 +9,7 @@ so a block held to the budget by the estimate fits the real count too.
 from __future__ import annotations
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import TokenCounter, byte_bounded
+from hookspecs.types import TokenCounter, byte_bounded
 
 ASCII_CHARS_PER_TOKEN = 4
 

@@ -10,7 +10,7 @@ wins; the host's ``format=`` beats both).
   publishers' models have no built-in one.
 
 The provider is the key's family (``"bedrock/anthropic.claude-..."`` arrives
-as ``"bedrock"`` with the model after the slash; :mod:`stm_core.providers`).
+as ``"bedrock"`` with the model after the slash; :mod:`stm_core.plugins.providers`).
 Bedrock's Converse API (LiteLLM's ``bedrock/converse/...``) takes a format
 stm does not build, so its models get no answer either.
 

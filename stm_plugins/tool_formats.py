@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import ToolFormat, ToolSchema
+from hookspecs.types import ToolFormat, ToolSchema
 
 #: Providers whose API takes OpenAI Chat Completions declarations (with
 #: LiteLLM's names of such providers: ``azure_ai``, ``nvidia_nim``, ...; its
-#: other spellings are read as these keys, see :mod:`stm_core.providers`).
+#: other spellings are read as these keys, see :mod:`stm_core.plugins.providers`).
 OPENAI_PROVIDERS = (
     "openai", "azure", "azure-openai", "azure_ai", "openrouter", "litellm", "groq",
     "mistral", "deepseek", "xai", "together", "fireworks", "ollama", "vllm", "lmstudio",

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
 from tests.pgbouncer import PgBouncer, find_pgbouncer

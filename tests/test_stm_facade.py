@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.engine import Engine
+from stm_core.engine.core import Engine
 from stm_core.models import Turn
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.store import Stm

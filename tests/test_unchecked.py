@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from stm_core._util.fast_attrs import check_plain, unchecked_maker
 from stm_core.models import CrudeMessage, crude_line
 from stm_core.plugin_types import VisibilityContext
 from stm_core.storage.records import CaptureWrite, MemoryKey, MemoryRecord
-from stm_core.unchecked import check_plain, unchecked_maker
 
 TEXT = st.text(max_size=20)
 MAYBE = st.none() | TEXT

@@ -48,12 +48,13 @@ MODULE_TESTS = {
     "stm_core.inject": ["tests/inject", "tests/sdk"],
     "stm_core.tool": ["tests/tool", "tests/sdk"],
     "stm_core.pipeline": ["tests/pipeline", "tests/rules"],
-    "stm_core.templates": ["tests/rules", "tests/admin/test_hostile_templates.py"],
-    "stm_core.record": ["tests/record"],
-    "stm_core.cache": ["tests/storage/test_cache_rules.py", "tests/storage/test_cache_epochs.py",
-                       "tests/reliability/test_cache_state_machine.py"],
-    "stm_core.slugs": ["tests/rules", "tests/admin"],
-    "stm_core.intent": ["tests/tool", "tests/rules"],
+    "stm_core.text.templates": ["tests/rules", "tests/admin/test_hostile_templates.py"],
+    "stm_core.pipeline.record": ["tests/record"],
+    "stm_core.engine.cache": ["tests/storage/test_cache_rules.py",
+                              "tests/storage/test_cache_epochs.py",
+                              "tests/reliability/test_cache_state_machine.py"],
+    "stm_core.text.slugs": ["tests/rules", "tests/admin"],
+    "stm_core.text.intent": ["tests/tool", "tests/rules"],
 }
 _RESULT = re.compile(r"^(\S+__mutmut_\d+): (.+?)\s*$")
 NOT_KILLED = {"survived", "no tests"}

@@ -1,4 +1,4 @@
-"""Write ``stm_core/sync_admin.py``: the blocking twin of ``stm.admin``.
+"""Write ``stm_core/sync/admin.py``: the blocking twin of ``stm.admin``.
 
 Every public coroutine method of :class:`stm_core.admin.api.Admin` gets a
 method of the same name and signature on ``SyncAdmin`` that runs it on the
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = ROOT / "stm_core" / "sync_admin.py"
+TARGET = ROOT / "stm_core" / "sync" / "admin.py"
 IDENTIFIER = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\b(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 HEADER = '''"""``stm.admin`` for synchronous hosts: each method of
@@ -85,7 +85,7 @@ def render() -> str:
     from stm_core.admin import api
 
     namespace = vars(api)
-    imports = {"from stm_core.sync_session import SyncSession"}
+    imports = {"from stm_core.sync.session import SyncSession"}
     bodies = []
     for name, fn in admin_methods():
         signature = inspect.signature(fn)

@@ -10,7 +10,7 @@ Rules every method keeps:
 * reads of settings go to the database (another process may have changed
   them) and refresh the cache on the way;
 * after the first positional id every argument is keyword-only; every call
-  takes ``actor=`` (an :class:`~stm_core.plugin_types.Actor`): the permission
+  takes ``actor=`` (an :class:`~hookspecs.types.Actor`): the permission
   policy (``stm_admin_permission``) decides before anything is read or
   written, and a refusal raises :class:`~stm_core.errors.PermissionDenied`.
   Calls without an actor (the host's own code, the ``stm`` command) are not
@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from hookspecs.types import Actor, AdminAction
+from stm_core.admin import categories, history, memory, prompts, user_data, values
 from stm_core.admin.argument_types import checked_arguments
 from stm_core.admin.ids import check_id, check_ids, check_optional_id
 from stm_core.admin.params import PARAM_NAMES, ServerParams, effective_params, validate_params
+from stm_core.engine.core import Engine
+from stm_core.engine.profile import DEFAULT_CATEGORY, build_profile, detect_mode
 from stm_core.errors import PermissionDenied, ValidationError
-from stm_core.lazy_import import lazy_module
-from stm_core.plugin_types import Actor, AdminAction
-from stm_core.profile import DEFAULT_CATEGORY, build_profile, detect_mode
 from stm_core.storage.records import (
     DM_SERVER,
     CategoryRecord,
@@ -42,21 +43,6 @@ from stm_core.storage.records import (
     MemoryWrite,
     ServerSettings,
 )
-
-if TYPE_CHECKING:
-    from stm_core.admin import categories, history, memory, prompts, user_data, values
-    from stm_core.engine import Engine
-else:
-    # Each part of the API loads when a method first uses it, or when
-    # typing.get_type_hints reads an annotation naming one of its classes
-    # through the module: ``stm server params show`` builds ServerParams and
-    # none of the other values. Configuration files load in their methods.
-    categories = lazy_module("stm_core.admin.categories")
-    history = lazy_module("stm_core.admin.history")
-    memory = lazy_module("stm_core.admin.memory")
-    prompts = lazy_module("stm_core.admin.prompts")
-    user_data = lazy_module("stm_core.admin.user_data")
-    values = lazy_module("stm_core.admin.values")
 
 log = logging.getLogger("stm.admin")
 

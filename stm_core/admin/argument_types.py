@@ -22,7 +22,7 @@ import typing
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
-from stm_core.arguments import (
+from stm_core._util.arguments import (
     check_flag,
     check_int,
     check_iterable,

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from stm_core.admin.values import CategoryInfo
+from stm_core.engine.profile import DEFAULT_CATEGORY
 from stm_core.errors import ValidationError
-from stm_core.profile import DEFAULT_CATEGORY
 from stm_core.settings import MAX_CATEGORY_LINE_LENGTH
-from stm_core.slugs import build_slug_map, slugify
 from stm_core.storage.records import CategoryRecord
+from stm_core.text.slugs import build_slug_map, slugify
 
 LINE_FORMAT = "label: description"
 

@@ -24,18 +24,8 @@ from stm_core.storage.records import (
     MemoryRecord,
     MemoryRevision,
     MemoryWrite,
-    RevisionAuthor,
-    RevisionNote,
 )
-
-
-def revision_note(settings: Settings, author: RevisionAuthor, *, actor: str | None = None,
-                  restored_from: int | None = None) -> RevisionNote | None:
-    """The note a summary/category write carries; ``None`` when history is off."""
-    if settings.memory_history_revisions == 0:
-        return None
-    return RevisionNote(author=author, actor=actor, restored_from=restored_from,
-                        keep=settings.memory_history_revisions + 1)
+from stm_core.storage.revision_notes import revision_note as revision_note
 
 
 def content_text(summary: str | None, categories: Mapping[str, str]) -> str:

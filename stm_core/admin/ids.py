@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from stm_core.arguments import check_iterable, to_id
+from stm_core._util.arguments import check_iterable, to_id
 from stm_core.errors import ValidationError
 
 MAX_ID_LENGTH = 128

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stm_core.admin.values import MemorySection, MemorySnapshot, Mode
+from stm_core.engine.profile import ServerProfile
 from stm_core.errors import ValidationError
-from stm_core.memory_ttl import is_expired
-from stm_core.profile import ServerProfile
+from stm_core.pipeline.memory_ttl import is_expired
 from stm_core.settings import Settings
-from stm_core.slugs import humanize_slug, slugify
 from stm_core.storage.records import MemoryKey, MemoryRecord
-from stm_core.templates import sanitize
+from stm_core.text.slugs import humanize_slug, slugify
+from stm_core.text.templates import sanitize
 
 #: Display text beyond this is cut, with :data:`TRUNCATED_NOTICE` appended.
 VIEW_MAX_CHARS = 3800

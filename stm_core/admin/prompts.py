@@ -14,7 +14,7 @@ from stm_core.settings import MAX_PROMPT_OVERRIDE_LENGTH
 from stm_core.storage.records import ServerSettings
 
 if TYPE_CHECKING:
-    from stm_core.hooks import Hooks
+    from stm_core.plugins.hooks import Hooks
 
 #: Provider whose phrasing the admin views show as "the default".
 DEFAULT_PROVIDER = ""
@@ -31,7 +31,7 @@ def clean_override(text: str, *, field: str) -> str | None:
 
     Raises :class:`ValidationError` when longer than 4000 characters. Braces
     of any shape are kept: rendering replaces only ``{name}`` placeholders
-    (:mod:`stm_core.templates`), so ``{0.__class__}`` stays literal text.
+    (:mod:`stm_core.text.templates`), so ``{0.__class__}`` stays literal text.
     """
     trimmed = text.strip()
     if not trimmed:

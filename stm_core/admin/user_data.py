@@ -49,7 +49,7 @@ from stm_core.storage.records import (
 )
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
 log = logging.getLogger("stm.admin")
 

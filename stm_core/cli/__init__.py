@@ -17,11 +17,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from stm_core.cli import startup
 from stm_core.errors import ConfigurationError, StmError, ValidationError
-from stm_core.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     import click
@@ -107,4 +106,14 @@ def _main(argv: Sequence[str] | None) -> None:
 
 __all__ = ["cli", "main"]
 
-__getattr__, __dir__ = lazy_names(globals(), {"cli": "stm_core.cli.app"}, __all__)
+
+
+def __getattr__(name: str) -> Any:
+    """``cli``, the click group, built when first read: the command line is the
+    one place stm imports late, so ``stm --help`` loads no command's code."""
+    if name == "cli":
+        from stm_core.cli.app import cli
+
+        globals()["cli"] = cli
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

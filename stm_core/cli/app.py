@@ -44,7 +44,7 @@ LAZY_COMMANDS = {
     "db": "stm_core.cli.maintenance:db",
     "config": "stm_core.cli.maintenance:config",
     "plugins": "stm_core.cli.plugins:plugins",
-    "demo": "stm_core.demo.command:demo",
+    "demo": "stm_core.cli.demo.command:demo",
 }
 
 

@@ -20,6 +20,9 @@ from stm_core.models import ContextItem, StmContext, Turn
 if TYPE_CHECKING:
     from stm_core.cli.screen import Screen
 
+if TYPE_CHECKING:
+    from stm_core.cli.screen import Screen
+
 #: A short dialogue to show the placement on when no --dialogue file is given.
 SAMPLE_DIALOGUE: tuple[dict[str, str], ...] = (
     {"role": "system", "content": "You are a friendly game master."},

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from stm_core.errors import ValidationError
-from stm_core.prompt_reuse import prompt_text, shared_prefix
+from stm_core.inject.prompt_reuse import prompt_text, shared_prefix
 
 EXPECTED = "the JSON output of an earlier `stm --json context`"
 

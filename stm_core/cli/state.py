@@ -13,8 +13,8 @@ import attrs
 import click
 
 from stm_core.errors import ValidationError
+from stm_core.plugins.storage import database_url as url_of
 from stm_core.settings import Settings
-from stm_core.storage.factory import database_url as url_of
 
 T = TypeVar("T")
 

@@ -9,14 +9,14 @@ fits:
    newest lines longest);
 2. other channels, least recently updated first;
 3. the end of the same-channel memory, cut with a mark
-   (:data:`stm_core.truncation.BUDGET_TRUNCATION_MARK`); with no room even for
+   (:data:`stm_core.text.truncation.BUDGET_TRUNCATION_MARK`); with no room even for
    the mark, the same-channel memory goes too.
 
 The same-channel memory is what the model is working with right now, so it
 is the last thing to shrink. The nudge is counted but never cut: it is one
 short instruction. Under budget (the usual turn) this stage costs one count
 per emitted text; with the budget off (0) it counts nothing, and neither
-does it when the counter is byte-bounded (:func:`stm_core.plugin_types.byte_bounded`)
+does it when the counter is byte-bounded (:func:`hookspecs.types.byte_bounded`)
 and the texts have no more UTF-8 bytes than the budget has tokens.
 """
 
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from stm_core.plugin_types import TokenCounter, is_byte_bounded
-from stm_core.truncation import BUDGET_TRUNCATION_MARK, cut
+from hookspecs.types import TokenCounter, is_byte_bounded
+from stm_core.text.truncation import BUDGET_TRUNCATION_MARK, cut
 
 #: ``(other channels kept, raw lines kept per channel) -> (text or None, newest)``.
 RenderOther = Callable[[int, int], tuple[str | None, int | None]]

@@ -28,23 +28,23 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from stm_core.memory_ttl import is_expired
+from hookspecs.types import TokenCounter
+from stm_core.engine.profile import ServerProfile
 from stm_core.models import StmContext, Turn
 from stm_core.pipeline.budget import Block, fit_budget, within_budget
 from stm_core.pipeline.finish import finished_context
 from stm_core.pipeline.load import load, warm_load
+from stm_core.pipeline.memory_ttl import is_expired
 from stm_core.pipeline.mentions import convert_mentions
 from stm_core.pipeline.nudge import nudge_text
 from stm_core.pipeline.plan import PLAN, BuildPlan, make_plan
 from stm_core.pipeline.recent import cached_visible, newest_visible
 from stm_core.pipeline.render_other import CategoryOrder, render_other_channels
 from stm_core.pipeline.same_channel import live_body, live_key, wrap_same_channel
-from stm_core.plugin_types import TokenCounter
-from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
 log = logging.getLogger("stm.pipeline")
 

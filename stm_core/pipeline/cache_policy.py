@@ -14,7 +14,7 @@ the price, so what sits above the dialogue should change only when memory does.
 
 from __future__ import annotations
 
-from stm_core.profile import ServerProfile
+from stm_core.engine.profile import ServerProfile
 
 #: The nudge's depth under ``stable``: the very end, below the block.
 STABLE_NUDGE_DEPTH = 0

@@ -8,7 +8,7 @@ Runs before visibility, which may need to load the settings of a row's server.
 
 from __future__ import annotations
 
-from stm_core.memory_ttl import is_expired
+from stm_core.pipeline.memory_ttl import is_expired
 from stm_core.storage.records import MemoryRecord
 
 

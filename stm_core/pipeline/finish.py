@@ -8,11 +8,11 @@ dialogue (``depth``).
 
 from __future__ import annotations
 
+from stm_core.engine.profile import ServerProfile
 from stm_core.models import ContextItem, StmContext
 from stm_core.pipeline.cache_policy import base_memory_depth, nudge_depth
 from stm_core.pipeline.depth import resolve_memory_depth
 from stm_core.pipeline.results import context_item, stm_context
-from stm_core.profile import ServerProfile
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryRecord
 

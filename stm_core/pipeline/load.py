@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from stm_core.cache import MemoryView, UserView
+from stm_core.engine.cache import MemoryView, UserView
+from stm_core.engine.profile import ServerProfile
 from stm_core.models import Turn
-from stm_core.profile import ServerProfile
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
 
 @attrs.define(kw_only=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hookspecs.types import MentionConverter
 from stm_core.models import Turn
-from stm_core.plugin_types import MentionConverter
 
 
 def convert_mentions(text: str, turn: Turn, converters: Sequence[MentionConverter]) -> str:

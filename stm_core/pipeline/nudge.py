@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from stm_core.engine.profile import ServerProfile
 from stm_core.models import Turn
-from stm_core.profile import ServerProfile
 from stm_core.storage.records import MemoryRecord
 from stm_core.tool.gate import gates_open
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
 
 def nudge_text(engine: Engine, turn: Turn, profile: ServerProfile,

@@ -3,7 +3,7 @@
 The mention converters, the visibility policies, the token counters and the
 render memo depend only on the registered plugins, so a build reads them from
 one :class:`BuildPlan`, made again whenever the plugin set changes
-(:meth:`stm_core.hooks.Hooks.plugin_set_memo`): a plugin registered or removed
+(:meth:`stm_core.plugins.hooks.Hooks.plugin_set_memo`): a plugin registered or removed
 between two turns is seen by the next one, and its texts are never served
 from the memo of the set before.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import attrs
 
-from stm_core.hooks import Hooks
+from hookspecs.types import MentionConverter, TokenCounter, VisibilityPolicy
 from stm_core.pipeline.render_memo import RenderMemo, new_render_memo
-from stm_core.plugin_types import MentionConverter, TokenCounter, VisibilityPolicy
+from stm_core.plugins.hooks import Hooks
 
 #: Providers whose counter a plan keeps before it starts over (the names are
 #: the host's).

@@ -12,7 +12,7 @@ A view keeps only its newest rows (``cache_max_rows_per_view``), in one
 order (time, then key), so every row it dropped stands below every row it
 kept. Once a server's view has dropped rows that have not expired, the walk
 takes the view's rows for the build's scope instead
-(:class:`~stm_core.cache.ScopedRows`: the turn's persona lineage, without the
+(:class:`~stm_core.engine.cache.ScopedRows`: the turn's persona lineage, without the
 channels its visibility policies declare hidden, without rows that expired):
 read by the engine when a build first asks for them (one read for
 concurrent builds), then kept in step with every write. A build may walk a
@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from stm_core.cache import MemoryView, Scope, ScopedRows, UserView, place
+from hookspecs.types import VisibilityContext, VisibilityPolicy, hidden_channels
+from stm_core.engine.cache import MemoryView, Scope, ScopedRows, UserView, place
 from stm_core.models import Turn
 from stm_core.pipeline.crossserver import folded_rows
 from stm_core.pipeline.expiry import drop_expired
@@ -53,12 +54,11 @@ from stm_core.pipeline.visibility import (
     origin_settings,
     visibility_context,
 )
-from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hidden_channels
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryRecord, ServerSettings
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
 _UPDATED_AT = attrgetter("updated_at_ms")
 

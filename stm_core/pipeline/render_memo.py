@@ -13,9 +13,9 @@ on every hit: a row that died cannot pass for the new one that took its id)
 and the other objects its key names strongly (category orders and render
 functions: few and small), so the memo never keeps a row alive after the
 cache let it go. The memo is the plugin set's
-(:meth:`stm_core.hooks.Hooks.plugin_set_memo`): a new plugin set starts with
+(:meth:`stm_core.plugins.hooks.Hooks.plugin_set_memo`): a new plugin set starts with
 an empty one. It starts over at :data:`MAX_ENTRIES` entries or
-:data:`~stm_core.text_memo.MAX_CHARS` characters of text: with the prompt
+:data:`~stm_core.text.memo.MAX_CHARS` characters of text: with the prompt
 budget off, one rendering can be long.
 """
 
@@ -25,7 +25,7 @@ import weakref
 from typing import Any
 
 from stm_core.storage.records import MemoryRecord
-from stm_core.text_memo import TextMemo
+from stm_core.text.memo import TextMemo
 
 #: Rendered texts kept per store and plugin set before the memo starts over.
 MAX_ENTRIES = 1024

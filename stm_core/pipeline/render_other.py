@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
-from stm_core.last_made import LastMade
+from hookspecs.types import OtherChannelParts
+from stm_core._util.one_slot_memo import LastMade
+from stm_core.engine.profile import ServerProfile
 from stm_core.mention_names import channel_naming, channel_reference
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.render_memo import RenderMemo, recall, remember
-from stm_core.plugin_types import OtherChannelParts
-from stm_core.profile import ServerProfile
-from stm_core.reltime import relative_time
-from stm_core.slugs import humanize_slug
 from stm_core.storage.records import DM_SERVER, MemoryRecord
+from stm_core.text.reltime import relative_time
+from stm_core.text.slugs import humanize_slug
 
 #: ``origin server id -> slug -> label`` in position order, or ``None`` (DMs).
 CategoryOrder = Callable[[str], Mapping[str, str] | None]

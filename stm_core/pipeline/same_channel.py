@@ -15,11 +15,11 @@ nothing.
 
 from __future__ import annotations
 
-from stm_core.last_made import LastMade
+from stm_core._util.one_slot_memo import LastMade
+from stm_core.engine.profile import ServerProfile
 from stm_core.models import Turn
 from stm_core.pipeline.render_memo import RenderMemo, recall, remember
 from stm_core.pipeline.render_other import humanized
-from stm_core.profile import ServerProfile
 from stm_core.storage.records import MemoryKey, MemoryRecord
 
 
@@ -85,5 +85,5 @@ _blocks = LastMade(_block)
 
 
 def wrap_same_channel(turn: Turn, body: str) -> str:
-    """The same-channel block around its body (see :mod:`stm_core.last_made`)."""
+    """The same-channel block around its body (see :mod:`stm_core._util.one_slot_memo`)."""
     return _blocks((body, turn.bot_name, turn.is_user_impersonation))

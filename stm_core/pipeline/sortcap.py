@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from hookspecs.types import VisibilityContext, VisibilityPolicy
 from stm_core.models import Turn
-from stm_core.plugin_types import VisibilityContext, VisibilityPolicy
 from stm_core.storage.records import MemoryRecord
 
 

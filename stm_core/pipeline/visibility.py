@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from hookspecs.types import VisibilityContext
+from stm_core._util.fast_attrs import unchecked_maker
+from stm_core.engine.profile import ServerProfile
 from stm_core.models import Turn
-from stm_core.plugin_types import VisibilityContext
-from stm_core.profile import ServerProfile
 from stm_core.storage.records import DM_SERVER, MemoryRecord, ServerSettings
-from stm_core.unchecked import unchecked_maker
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
-#: ``VisibilityContext(...)``: one per build (see stm_core.unchecked).
+#: ``VisibilityContext(...)``: one per build (see stm_core._util.fast_attrs).
 _make_context = unchecked_maker(VisibilityContext)
 
 

@@ -3,7 +3,7 @@
 Every hook call is logged to the ``stm.trace`` logger at DEBUG level: the hook,
 its arguments, the implementations in the order pluggy calls them, and the
 result (or the exception). stm memoizes hook answers per plugin set (see
-:mod:`stm_core.hooks`), so a hook shows up once per plugin set and argument
+:mod:`stm_core.plugins.hooks`), so a hook shows up once per plugin set and argument
 tuple, not once per turn.
 """
 

@@ -266,7 +266,7 @@ class ChangeFeed(Protocol):
 
     Its writes announce what they changed, in the same transaction, and
     :meth:`subscribe` delivers other writers' announcements. The store keeps
-    one subscription open (see :mod:`stm_core.invalidation`).
+    one subscription open (see :mod:`stm_core.engine.invalidation`).
     """
 
     #: Stamped on this adapter's announcements, so the store can skip its own.

@@ -170,7 +170,7 @@ class CaptureWrite:
     The adapter upserts the row: replaces ``messages``, sets ``updated_at_ms``,
     sets lineage/parent when given, adds ``counter_increment`` to the counter in
     SQL. When the existing row was already expired at ``now_ms`` (see
-    :func:`stm_core.memory_ttl.is_expired`), its summary and categories are cleared
+    :func:`stm_core.pipeline.memory_ttl.is_expired`), its summary and categories are cleared
     in the same statement, so an expired memory never comes back.
     """
 

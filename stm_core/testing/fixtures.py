@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import pytest
 import pytest_asyncio
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
 from stm_core.plugins import StmPluginManager, create_plugin_manager, register_host_plugin
 from stm_core.settings import Settings

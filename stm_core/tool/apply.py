@@ -19,15 +19,15 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from stm_core.engine.profile import ServerProfile
 from stm_core.models import ToolResult, Turn
-from stm_core.profile import ServerProfile
-from stm_core.templates import sanitize
+from stm_core.text.templates import sanitize
 from stm_core.tool import TOOL_NAME
 from stm_core.tool.gate import gates_open
 from stm_core.tool.writes import category_writes, summary_writes
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
 log = logging.getLogger("stm.tool.apply")
 

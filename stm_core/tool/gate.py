@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from stm_core.engine.profile import ServerProfile
 from stm_core.models import Turn
-from stm_core.profile import ServerProfile
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
 
 
 def gates_open(engine: Engine, turn: Turn, profile: ServerProfile) -> bool:

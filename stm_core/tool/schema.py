@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hookspecs.types import ToolFormat, ToolSchema
+from stm_core.engine.profile import PromptSet, ServerProfile
 from stm_core.errors import ValidationError
 from stm_core.models import Turn
-from stm_core.plugin_types import ToolFormat, ToolSchema
-from stm_core.profile import PromptSet, ServerProfile
 from stm_core.tool import TOOL_NAME
 from stm_core.tool.gate import tool_available
 
 if TYPE_CHECKING:
-    from stm_core.engine import Engine
-    from stm_core.hooks import Hooks
+    from stm_core.engine.core import Engine
+    from stm_core.plugins.hooks import Hooks
 
 _MEMO_LIMIT = 1024
 # (id(profile), id(prompts)) -> (profile, prompts, schema). The objects are held

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from stm_core.admin.history import revision_note
 from stm_core.models import Turn
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey, MemoryWrite, RevisionNote
+from stm_core.storage.revision_notes import revision_note
 
 #: The model's revision note under one ``Settings`` object (the TTLs are
 #: cached by the settings themselves). Settings are frozen, so the note holds

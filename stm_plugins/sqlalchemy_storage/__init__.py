@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hookspecs import hookimpl
-from stm_core.plugin_types import StorageAdapterSpec
+from hookspecs.types import StorageAdapterSpec
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
 from stm_plugins.sqlalchemy_storage.driver import require_asyncpg

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from stm_core import telemetry
+from stm_core._util import telemetry
+from stm_core._util.lazy_import import lazy_module
 from stm_core.errors import StorageError, ValidationError
-from stm_core.lazy_import import lazy_module
 from stm_core.models import CrudeMessage
 from stm_core.settings import Settings
 from stm_core.storage.records import (
@@ -36,7 +36,7 @@ from stm_core.storage.records import (
     UserPrefs,
 )
 from stm_core.storage.validation import channel_id_set, check_setting_names, require_filter
-from stm_core.text_memo import MAX_CHARS, TextMemo
+from stm_core.text.memo import MAX_CHARS, TextMemo
 from stm_plugins.sqlalchemy_storage import codec
 from stm_plugins.sqlalchemy_storage.compiled import Compiled, StatementCache
 from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS, MigrationStep, check_steps

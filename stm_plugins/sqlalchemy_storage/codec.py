@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
+from stm_core._util.fast_attrs import unchecked_maker
 from stm_core.errors import ValidationError
 from stm_core.models import CrudeMessage, crude_line
 from stm_core.storage.records import (
@@ -28,8 +29,7 @@ from stm_core.storage.records import (
     memory_key,
 )
 from stm_core.storage.validation import channel_id_set
-from stm_core.text_memo import TextMemo
-from stm_core.unchecked import unchecked_maker
+from stm_core.text.memo import TextMemo
 
 # Compact, UTF-8 kept as is; built once (json.dumps with options builds one per call).
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -253,7 +253,7 @@ def key_from_row(r: Row) -> MemoryKey:
     return memory_key((r[0], r[1], r[2], r[3], r[4]))
 
 
-#: ``MemoryRecord(...)`` for rows: every write returns its rows (see stm_core.unchecked).
+#: ``MemoryRecord(...)`` for rows: every write returns its rows (see stm_core._util.fast_attrs).
 _make_record = unchecked_maker(MemoryRecord)
 
 

@@ -29,7 +29,7 @@ statements are either off (``?statement_cache_size=0``) or tracked by the
 pooler (PgBouncer 1.21+ ``max_prepared_statements``). LISTEN needs a session,
 so ``listen_url`` (``STM_LISTEN_URL``) can point the listening connection
 straight at the database; a listener that does not hear its own test notice
-is reported (see :mod:`stm_core.invalidation`).
+is reported (see :mod:`stm_core.engine.invalidation`).
 """
 
 from __future__ import annotations

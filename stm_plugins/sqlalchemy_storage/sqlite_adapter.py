@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from stm_core import telemetry
+from stm_core._util import telemetry
 from stm_core.errors import ConfigurationError
 from stm_core.settings import Settings
 from stm_core.storage.protocol import WriteReport

@@ -66,7 +66,7 @@ class _Binds:
 
 
 def _expired(b: _Binds) -> ColumnElement[bool]:
-    """The stored row was expired at ``now`` (see ``stm_core.memory_ttl.is_expired``)."""
+    """The stored row was expired at ``now`` (see ``stm_core.pipeline.memory_ttl.is_expired``)."""
     m = memories.c
     ttl = sa.case((sa.func.coalesce(m.summary, _EMPTY_TEXT) != _EMPTY_TEXT, b("summary_ttl")),
                   else_=b("crude_ttl"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import ValidationError
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.store import Stm

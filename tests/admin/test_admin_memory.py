@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from stm_core._util.clock import ManualClock
 from stm_core.admin.memory import EMPTY_NOTICE, VIEW_MAX_CHARS
-from stm_core.clock import ManualClock
 from stm_core.errors import ValidationError
 from stm_core.storage.records import MemoryKey
 from stm_core.store import Stm

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from stm_core._util.clock import ManualClock
 from stm_core.admin.user_data import MAX_ATTEMPTS_PER_ROW
-from stm_core.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage
 from stm_core.plugins import create_plugin_manager

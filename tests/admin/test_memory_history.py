@@ -8,7 +8,7 @@ import logging
 import attrs
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import ConfigurationError, PermissionDenied, ValidationError
 from stm_core.models import Turn
 from stm_core.plugin_types import Actor

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.plugin_types import Actor
 from tests.conftest import OpenStm
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from stm_core._util.clock import ManualClock
 from stm_core.admin.user_data import iso_time
-from stm_core.clock import ManualClock
 from stm_core.storage.records import CaptureWrite, MemoryKey
 from stm_core.testing.conformance import authored
 from tests.conftest import OpenStm

@@ -239,7 +239,7 @@ def test_the_collector_watch_counts_passes_only_while_entered() -> None:
 def test_the_turn_clock_only_moves_forward() -> None:
     from bench import workload as w
     from bench.scenarios_record import stamp
-    from stm_core.clock import ManualClock
+    from stm_core._util.clock import ManualClock
 
     clock = ManualClock(w.EPOCH_MS)
     stamp(clock, 30)
@@ -320,7 +320,7 @@ def test_the_out_of_order_floor_keeps_the_order_the_view_keeps() -> None:
     import random
 
     from bench.scenarios_view import SortedFloor
-    from stm_core.cache import MemoryView
+    from stm_core.engine.cache import MemoryView
     from stm_core.storage.records import MemoryKey, MemoryRecord
 
     rng = random.Random(5)

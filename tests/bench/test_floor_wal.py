@@ -13,7 +13,7 @@ import pytest
 from bench import workload as w
 from bench.floors_thread import InlineWriter, ThreadWriter
 from bench.scenarios_record import thread_writer
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import CHECKPOINT_WAL_BYTES
 
 #: About 40 MiB through the WAL: ten times what one checkpoint is due after.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench import report, scenarios_server_mix
 from bench.config import make_config
-from stm_core.cache import MAX_SCOPES_PER_VIEW
+from stm_core.engine.cache import MAX_SCOPES_PER_VIEW
 
 
 async def test_the_scenario_reports_each_mix(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from bench.scenarios_record import (
 )
 from bench.stm_side import open_bench_store
 from bench.urls import sqlite_url
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 
 CHANNELS = 3
 #: More calls per channel than revisions are kept, so the trim runs too.

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from stm_core import record
 from stm_core.errors import UnattributedLineWarning
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
+from stm_core.pipeline import record
 from stm_core.storage.records import MemoryFilter
 from stm_core.store import open_store
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stm_core.clock import ManualClock, SystemClock
+from stm_core._util.clock import ManualClock, SystemClock
 from stm_core.models import CrudeMessage
 from stm_core.storage.records import CaptureWrite, MemoryKey, MemoryWrite
 from stm_core.store import open_store

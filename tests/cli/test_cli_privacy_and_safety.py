@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stm_core.clock import ManualClock, SystemClock
+from stm_core._util.clock import ManualClock, SystemClock
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.storage.records import MemoryKey, MemoryWrite
 from stm_core.store import open_store

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from stm_core.demo.results import DemoResult
-from stm_core.demo.runner import run_demo
-from stm_core.demo.transcript import Transcript, load_transcript
+from stm_core.cli.demo.results import DemoResult
+from stm_core.cli.demo.runner import run_demo
+from stm_core.cli.demo.transcript import Transcript, load_transcript
 
 
 @pytest.fixture(scope="module")

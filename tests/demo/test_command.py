@@ -9,9 +9,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from stm_core.cli.demo.command import demo
+from stm_core.cli.demo.transcript import Transcript
 from stm_core.cli.state import CliState
-from stm_core.demo.command import demo
-from stm_core.demo.transcript import Transcript
 
 
 def test_json_output_parses_and_holds_the_turn_records(sqlite_url: str,

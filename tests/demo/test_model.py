@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.demo.model import ScriptedModel, digest, memory_arguments, schema_properties
-from stm_core.demo.results import SpokenLine
+from stm_core.cli.demo.model import ScriptedModel, digest, memory_arguments, schema_properties
+from stm_core.cli.demo.results import SpokenLine
 from stm_core.plugin_types import ToolSchema
 from stm_plugins.tool_formats import anthropic, gemini, neutral, openai
 

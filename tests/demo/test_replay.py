@@ -7,12 +7,12 @@ from pathlib import Path
 
 import attrs
 
-from stm_core.demo.results import DemoResult, TurnRecord
-from stm_core.demo.runner import TEMPORARY_DATABASE, run_demo
-from stm_core.demo.transcript import Transcript
-from stm_core.demo.world import World
+from stm_core.cli.demo.results import DemoResult, TurnRecord
+from stm_core.cli.demo.runner import TEMPORARY_DATABASE, run_demo
+from stm_core.cli.demo.transcript import Transcript
+from stm_core.cli.demo.world import World
 from stm_core.settings import DEFAULT_REFRESH_CADENCE, Settings
-from stm_core.slugs import slugify
+from stm_core.text.slugs import slugify
 
 
 def in_channel(result: DemoResult, name: str) -> list[TurnRecord]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stm_core.demo.transcript import (
+from stm_core.cli.demo.transcript import (
     BUNDLED_PATH,
     Transcript,
     load_transcript,

@@ -18,7 +18,7 @@ import asyncpg
 import attrs
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import ConfigurationError
 from stm_core.models import Turn
 from stm_core.settings import Settings

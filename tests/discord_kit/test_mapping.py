@@ -12,7 +12,7 @@ import pytest
 
 from hookspecs import hookimpl
 from stm_core import Actor, AdminAction, ValidationError
-from stm_core.providers import resolve_provider
+from stm_core.plugins.providers import resolve_provider
 from stm_discord import Persona, Router, add_to, open_store
 from stm_discord.commands import REFUSED
 from stm_discord.mapping import turn_for, window_lines

@@ -11,7 +11,7 @@ from typing import Any
 
 from stm_core import HistoryMessage, PersonaResponse, Turn, open_store
 from stm_core.inject import inject
-from stm_core.intent import detect_long_term_intent
+from stm_core.text.intent import detect_long_term_intent
 from stm_core.tool import TOOL_NAME
 
 SYSTEM_PROMPT = "You are Tomori, a cheerful assistant in the Art Club server."

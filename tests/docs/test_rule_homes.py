@@ -2,7 +2,7 @@
 it names exists, and only the engine (and the cache itself) changes the cache.
 
 The second rule is checked on the source: every method of every class in
-``stm_core/cache.py`` that changes its object's state (assigns to it, or
+``stm_core/engine/cache.py`` that changes its object's state (assigns to it, or
 calls something that does: a container's changing method, or another such
 method) is a mutator, and no module of ``stm_core`` or ``stm_plugins`` other
 than ``engine.py`` and ``cache.py`` calls a method of that name, on any
@@ -22,9 +22,9 @@ import stm_core
 DOC = Path(__file__).parents[2] / "docs" / "concepts.md"
 ROOT = Path(stm_core.__file__).parent
 PLUGINS = ROOT.parent / "stm_plugins"
-CACHE = ROOT / "cache.py"
+CACHE = ROOT / "engine" / "cache.py"
 #: The modules that may change the cache.
-CHANGERS = frozenset({ROOT / "engine.py", CACHE})
+CHANGERS = frozenset({ROOT / "engine" / "core.py", CACHE})
 #: Methods of the built-in containers that change them.
 CONTAINER_CHANGES = frozenset({
     "append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "add",
@@ -178,7 +178,7 @@ RELIABILITY = DOC.parent / "reliability.md"
 
 
 def test_the_cache_promises_name_real_tests_settings_and_homes() -> None:
-    from stm_core.engine import Engine
+    from stm_core.engine.core import Engine
     from stm_core.settings import RULES
 
     text = RELIABILITY.read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import StmContext
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryFilter, MemoryKey

@@ -7,15 +7,15 @@ import attrs
 import pytest
 
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
+from stm_core.engine.profile import ProfileCache
 from stm_core.errors import ConfigurationError
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext
 from stm_core.pipeline.budget import Block, fit_budget
 from stm_core.plugin_types import TokenCounter, byte_bounded, is_byte_bounded
-from stm_core.profile import ProfileCache
 from stm_core.settings import RULES, Settings
 from stm_core.store import Stm
-from stm_core.truncation import BUDGET_TRUNCATION_MARK, LINE_TRUNCATION_MARK
+from stm_core.text.truncation import BUDGET_TRUNCATION_MARK, LINE_TRUNCATION_MARK
 from stm_plugins.token_estimate import estimate_tokens
 
 from .support import (

@@ -8,10 +8,10 @@ from typing import Any
 import attrs
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import ConfigurationError
 from stm_core.inject import inject
-from stm_core.prompt_reuse import HostPrompts, prompt_text
+from stm_core.inject.prompt_reuse import HostPrompts, prompt_text
 from stm_core.settings import Settings
 from stm_core.store import Stm
 

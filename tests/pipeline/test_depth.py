@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.pipeline.depth import resolve_memory_depth
 from stm_core.settings import MINUTE_MS, Settings
 from stm_core.store import Stm

@@ -3,7 +3,7 @@ answer after a restart; the counter outlives the content."""
 
 from __future__ import annotations
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.settings import HOUR_MS, Settings
 from stm_core.store import Stm
 

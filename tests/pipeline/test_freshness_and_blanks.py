@@ -3,7 +3,7 @@ blank values never render nor take a capped slot (DESIGN decision 1)."""
 
 from __future__ import annotations
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.store import Stm
 
 from .support import (

@@ -8,7 +8,7 @@ before.
 
 from __future__ import annotations
 
-from stm_core.hooks import MEMO_ENTRIES
+from stm_core.plugins.hooks import MEMO_ENTRIES
 
 from .support import OpenStm, make_turn, server_key, write
 

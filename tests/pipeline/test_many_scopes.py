@@ -17,7 +17,7 @@ import pytest
 
 from bench.scenarios_server_mix import READS, count_reads
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.plugin_types import VisibilityContext, VisibilityPolicy, hides_channels
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryRecord, MemoryWrite

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stm_core import IdSet, NameMap, Turn, ValidationError
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.mention_names import channel_label
 from stm_core.name_maps import shared_names
 

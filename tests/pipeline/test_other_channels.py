@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import attrs
 
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.plugin_types import OtherChannelParts, RenderMode
 from stm_core.store import Stm
 

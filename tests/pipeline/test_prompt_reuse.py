@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.models import ContextItem, StmContext
-from stm_core.prompt_reuse import (
+from stm_core.inject.prompt_reuse import (
     CACHE_READ_PRICE,
     CACHE_WRITE_PRICE,
     HostPrompts,
@@ -15,6 +14,7 @@ from stm_core.prompt_reuse import (
     shared_prefix,
     without_memory,
 )
+from stm_core.models import ContextItem, StmContext
 
 
 def test_shares_are_measured_per_conversation_from_the_second_turn() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.reltime import relative_time
+from stm_core.text.reltime import relative_time
 
 MIN = 60_000
 HOUR = 60 * MIN

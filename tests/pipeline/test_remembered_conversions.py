@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stm_core import text_memo
 from stm_core.models import Turn
+from stm_core.text import memo as text_memo
 from stm_plugins import discord_mentions
 from stm_plugins.discord_mentions import convert_discord_mentions
 from tests.retained import retained_bytes

@@ -14,14 +14,14 @@ from collections.abc import Iterable
 import attrs
 
 from hookspecs import hookimpl
-from stm_core import text_memo
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.pipeline.render_memo import MAX_ENTRIES, new_render_memo, recall, remember
 from stm_core.pipeline.render_other import render_other_channels
 from stm_core.pipeline.same_channel import wrap_same_channel
 from stm_core.plugin_types import OtherChannelParts, RenderMode
 from stm_core.storage.records import MemoryKey, MemoryRecord
 from stm_core.store import Stm
+from stm_core.text import memo as text_memo
 from tests.retained import retained_bytes
 
 from .support import (

@@ -8,12 +8,12 @@ import weakref
 
 import attrs
 
-from stm_core import text_memo
 from stm_core.models import ContextItem, StmContext
 from stm_core.pipeline import results
 from stm_core.pipeline.results import context_item, stm_context
 from stm_core.settings import Settings
 from stm_core.store import Stm
+from stm_core.text import memo as text_memo
 from tests.retained import retained_bytes
 
 from .support import GENERAL, QUEST, capture, make_turn, server_key, write

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from bench.scenarios_server_mix import READS, count_reads
-from stm_core.cache import MAX_SCOPES_PER_VIEW
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
+from stm_core.engine.cache import MAX_SCOPES_PER_VIEW
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline import recent
 from stm_core.settings import Settings

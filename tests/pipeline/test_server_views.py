@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stm_core.cache import MemoryView
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
+from stm_core.engine.cache import MemoryView
 from stm_core.errors import ConfigurationError
 from stm_core.models import CrudeMessage
 from stm_core.settings import Settings
@@ -307,7 +307,7 @@ async def test_reading_past_the_bound_keeps_every_row_of_the_window(
 
 WRITER = textwrap.dedent("""
     import asyncio, random, sys
-    from stm_core.clock import ManualClock
+    from stm_core._util.clock import ManualClock
     from stm_core.models import CrudeMessage
     from stm_core.settings import Settings
     from stm_core.storage.records import CaptureWrite, MemoryKey

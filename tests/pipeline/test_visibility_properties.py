@@ -12,7 +12,7 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import Turn
 from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stm_core.cache import MemoryView
+from stm_core.engine.cache import MemoryView
 from stm_core.models import Turn, crude_line
 from stm_core.pipeline.expiry import is_shown
 from stm_core.pipeline.sortcap import first_visible

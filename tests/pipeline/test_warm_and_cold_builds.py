@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import StmContext
 from stm_core.pipeline.load import warm_load
 from stm_core.pipeline.plan import MAX_PROVIDERS, PLAN, make_plan

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stm_core import telemetry
+from stm_core._util import telemetry
 from stm_core.errors import StorageError
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.expiry import is_shown

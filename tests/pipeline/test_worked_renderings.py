@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.store import Stm
 
 from .support import (

@@ -13,9 +13,9 @@ from hookspecs import hookimpl
 from stm_core.cli.plugins import plugins as plugins_command
 from stm_core.cli.state import CliState
 from stm_core.errors import PluginError
-from stm_core.hooks import Hooks
 from stm_core.plugin_types import RenderMode, StorageAdapterSpec, ToolFormat
 from stm_core.plugins import create_plugin_manager
+from stm_core.plugins.hooks import Hooks
 from stm_core.plugins.introspect import describe_plugins, find_conflicts
 from stm_core.store import open_store
 from stm_plugins.memory_storage import MemoryAdapter

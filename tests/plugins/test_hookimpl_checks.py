@@ -14,8 +14,8 @@ import pytest
 from hookspecs import hookimpl
 from stm_core import Actor, Settings, open_store
 from stm_core.errors import PluginError, PluginWarning
-from stm_core.hooks import Hooks
 from stm_core.plugins import create_plugin_manager, register_host_plugin
+from stm_core.plugins.hooks import Hooks
 from stm_core.plugins.introspect import describe_plugins
 
 from .conftest import FakeSite

@@ -9,9 +9,9 @@ import pytest
 
 from hookspecs import hookimpl
 from stm_core.errors import PluginError
-from stm_core.hooks import Hooks
 from stm_core.models import Turn
 from stm_core.plugins import create_plugin_manager, register_host_plugin
+from stm_core.plugins.hooks import Hooks
 from stm_core.store import open_store
 
 from .conftest import FakeSite

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from stm_core.errors import PluginError
-from stm_core.hooks import Hooks
 from stm_core.plugins import StmPluginManager, create_plugin_manager
+from stm_core.plugins.hooks import Hooks
 
 from .conftest import FakeSite
 from .sources import (

@@ -30,7 +30,7 @@ def test_plugin_types_is_a_silent_public_path_to_the_same_objects() -> None:
     out = subprocess.run(
         [sys.executable, "-W", "error::DeprecationWarning", "-c", textwrap.dedent("""
             import stm_core.plugin_types as public
-            import stm_core.plugins.types as home
+            import hookspecs.types as home
             print(all(getattr(public, n) is getattr(home, n) for n in home.__all__),
                   public.__all__ == home.__all__)
         """)], check=True, capture_output=True, text=True).stdout

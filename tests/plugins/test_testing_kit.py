@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hookspecs import hookimpl
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import PluginError
 from stm_core.plugins import StmPluginManager, create_plugin_manager
 from stm_core.store import Stm

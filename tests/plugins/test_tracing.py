@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from stm_core.hooks import Hooks
 from stm_core.plugins import create_plugin_manager
+from stm_core.plugins.hooks import Hooks
 
 
 @pytest.fixture(autouse=True)

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from stm_core import record
 from stm_core.errors import ConfigurationError, UnattributedLineWarning, ValidationError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
+from stm_core.pipeline import record
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey
 from stm_core.store import Stm

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stm_core.arguments import instances_of
+from stm_core._util.arguments import instances_of
 from stm_core.errors import ValidationError
 from stm_core.models import HistoryMessage, PersonaResponse
-from stm_core.record import clean_content, crude_messages
+from stm_core.pipeline.record import clean_content, crude_messages
 
 ANNOTATIONS = re.compile(r"\[img[^\]]*\]")
 #: Whole annotations as well as their parts: random characters alone would

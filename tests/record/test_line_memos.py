@@ -7,9 +7,9 @@ import threading
 
 import attrs
 
-from stm_core import text_memo
 from stm_core.models import CrudeMessage, HistoryMessage, PersonaResponse, crude_line
-from stm_core.record import CleanedLines, clean_content, crude_messages
+from stm_core.pipeline.record import CleanedLines, clean_content, crude_messages
+from stm_core.text import memo as text_memo
 from tests.retained import retained_bytes
 
 

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stm_core import record
 from stm_core.errors import UnattributedLineWarning
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
+from stm_core.pipeline import record
 from stm_core.storage.records import MemoryFilter, MemoryKey
 from stm_core.store import Stm, open_store
 

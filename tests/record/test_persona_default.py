@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from stm_core import record
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
+from stm_core.pipeline import record
 from stm_core.storage.records import MemoryKey
 from stm_core.store import Stm
 from tests.pipeline.support import set_settings

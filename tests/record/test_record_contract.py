@@ -10,7 +10,7 @@ import asyncio
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import PersonaResponse
 from stm_core.store import Stm, open_store
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.settings import Settings

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext, Turn
 from stm_core.storage.records import MemoryFilter
 from stm_core.store import Stm

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.settings import Settings
 from stm_core.store import open_store
 

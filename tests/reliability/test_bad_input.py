@@ -36,7 +36,7 @@ from stm_core.models import HistoryMessage, PersonaResponse, StmContext, Turn
 from stm_core.settings import MAX_PROMPT_OVERRIDE_LENGTH, Settings
 from stm_core.storage.records import MemoryFilter, MemoryKey
 from stm_core.store import Stm, open_store
-from stm_core.templates import MAX_EXPANDED_LENGTH, expand, sanitize
+from stm_core.text.templates import MAX_EXPANDED_LENGTH, expand, sanitize
 
 from .support import add_figure, scaled
 

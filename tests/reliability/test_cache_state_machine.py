@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.storage.protocol import StorageAdapter

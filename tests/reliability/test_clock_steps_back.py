@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.settings import Settings
 from stm_core.store import open_store
 from tests.pipeline.support import make_turn, server_key, user_key, write

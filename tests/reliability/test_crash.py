@@ -25,7 +25,7 @@ import signal
 import sqlite3
 from typing import Any
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
 

@@ -79,7 +79,7 @@ LISTENER_CHECK_S = 1.0
 #: Staleness while listening (as in test_multiprocess.py and the docs).
 STALENESS_BOUND_S = 1.0
 #: Longest pause between two listener reconnection attempts
-#: (stm_core.invalidation.MAX_RETRY_PAUSE_S) plus one connection and its
+#: (stm_core.engine.invalidation.MAX_RETRY_PAUSE_S) plus one connection and its
 #: delivery self-check, each bounded by the statement timeout.
 RECOVERY_BOUND_S = 5.0 + 2 * DB_TIMEOUT_S
 #: Until the listener is back, views are reloaded at least every

@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext, Turn
 from stm_core.settings import Settings

@@ -17,7 +17,7 @@ from typing import Any, cast
 import attrs
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.settings import Settings
 from stm_core.storage.records import ChangeNotice, MemoryFilter, MemoryKey

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from hookspecs import PROJECT_NAME, SPEC_CLASSES, hookimpl
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse, StmContext, Turn
 from stm_core.plugin_types import Actor
 from stm_core.store import Stm, open_store

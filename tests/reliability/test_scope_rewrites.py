@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey
@@ -31,7 +31,7 @@ SETTINGS = Settings(cache_max_rows_per_view=10, max_other_channels=3)
 #: The other process: clear K's channel, then two new turns there.
 WRITER = """
 import asyncio, sys
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.store import open_store
 from tests.reliability.test_scope_rewrites import SETTINGS, record
 

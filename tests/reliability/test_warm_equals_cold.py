@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.settings import Settings
 from stm_core.store import open_store
 from tests.conftest import asyncpg_dsn, postgres_base_url, with_schema
@@ -159,7 +159,7 @@ async def test_an_admin_delete_racing_a_turn_keeps_the_turns_row(
 
 WRITER = """
 import asyncio, json, sys
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.store import open_store
 from tests.reliability import warm_cold
 

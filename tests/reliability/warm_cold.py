@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import StmError
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.settings import Settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.intent import detect_long_term_intent
+from stm_core.text.intent import detect_long_term_intent
 
 REFERENCE_ENGLISH = (
     "remember",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.slugs import build_slug_map, humanize_slug, slugify
+from stm_core.text.slugs import build_slug_map, humanize_slug, slugify
 
 
 @pytest.mark.parametrize(("label", "slug"), [

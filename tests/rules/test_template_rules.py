@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.templates import MAX_EXPANDED_LENGTH, expand, sanitize
+from stm_core.text.templates import MAX_EXPANDED_LENGTH, expand, sanitize
 
 
 @pytest.mark.parametrize("macro", ["user", "user_formatted", "user_term", "bot", "char"])

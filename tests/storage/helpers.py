@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from stm_core.hooks import Hooks
 from stm_core.models import CrudeMessage
 from stm_core.plugins import create_plugin_manager
+from stm_core.plugins.hooks import Hooks
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
 from stm_core.storage.records import CaptureWrite, MemoryKey

@@ -3,7 +3,7 @@ write committed meanwhile, and the maximum age of a view."""
 
 from __future__ import annotations
 
-from stm_core.cache import LRU, MemoryCache, MemoryView, UserView
+from stm_core.engine.cache import LRU, MemoryCache, MemoryView, UserView
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey, MemoryRecord, ServerSettings, UserPrefs
 from tests.conftest import OpenStm

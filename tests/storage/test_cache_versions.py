@@ -19,7 +19,7 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stm_core.cache import ChangeMarks, MemoryCache, UserView
+from stm_core.engine.cache import ChangeMarks, MemoryCache, UserView
 from stm_core.storage.records import MemoryKey, MemoryRecord, ServerSettings, UserPrefs
 
 G = "g"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stm_core.cache import place
-from stm_core.clock import ManualClock
-from stm_core.engine import COLD_VIEW_ROWS
+from stm_core._util.clock import ManualClock
+from stm_core.engine.cache import place
+from stm_core.engine.core import COLD_VIEW_ROWS
 from stm_core.models import CrudeMessage, Turn
 from stm_core.pipeline.recent import SCOPE_ROWS
 from stm_core.settings import Settings

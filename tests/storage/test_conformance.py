@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stm_core.hooks import Hooks
 from stm_core.plugins import create_plugin_manager
+from stm_core.plugins.hooks import Hooks
 from stm_core.settings import Settings
 from stm_core.storage.protocol import StorageAdapter
 from stm_core.testing.conformance import (

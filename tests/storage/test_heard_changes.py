@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.models import Turn
 from stm_core.settings import Settings

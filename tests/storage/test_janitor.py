@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import StorageError
 from stm_core.plugins import create_plugin_manager
 from stm_core.settings import Settings

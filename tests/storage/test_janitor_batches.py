@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from stm_core import janitor as janitor_module
-from stm_core.clock import ManualClock
-from stm_core.janitor import MAX_PAUSE_STRETCH, BatchSizer, pause_after
+from stm_core._util.clock import ManualClock
+from stm_core.engine import janitor as janitor_module
+from stm_core.engine.janitor import MAX_PAUSE_STRETCH, BatchSizer, pause_after
 from stm_core.settings import Settings
 from stm_core.storage.records import CaptureWrite, MemoryKey
 

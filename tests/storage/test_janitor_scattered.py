@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from stm_core.clock import ManualClock, SystemClock
+from stm_core._util.clock import ManualClock, SystemClock
 from stm_core.settings import DAY_MS, Settings
 from stm_core.storage.protocol import StorageAdapter, StorageInventory
 from stm_core.storage.records import CaptureWrite, MemoryFilter, MemoryKey

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from stm_core import text_memo
 from stm_core.models import CrudeMessage
 from stm_core.storage.records import MemoryKey
+from stm_core.text import memo as text_memo
 from stm_plugins.sqlalchemy_storage import codec
 from stm_plugins.sqlalchemy_storage.base import SENT_MAX_CHARS, SentMessages
 from tests.retained import retained_bytes

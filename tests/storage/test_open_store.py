@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stm_core.clock import ManualClock
+from stm_core._util.clock import ManualClock
 from stm_core.errors import ConfigurationError
 from stm_core.storage.records import MemoryKey, MemoryWrite
 from stm_plugins.sqlalchemy_storage.migrations import MIGRATIONS

@@ -25,7 +25,7 @@ from stm_core import (
     open_store_sync,
 )
 from stm_core.errors import ConfigurationError, UnknownDatabaseURL
-from stm_core.storage.factory import adapter_for_url, database_url
+from stm_core.plugins.storage import adapter_for_url, database_url
 from stm_core.store import Stm
 from stm_plugins.sqlalchemy_storage.sqlite_adapter import SqliteAdapter
 from tests.sync.test_sync_facade import LIVE, REPLY, said, turn

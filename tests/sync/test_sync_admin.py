@@ -33,7 +33,7 @@ def public_admin_calls() -> dict[str, inspect.Signature]:
 def test_the_generated_file_is_what_the_generator_writes_today() -> None:
     gen = generator()
     assert gen.TARGET.read_text(encoding="utf-8") == gen.render(), (
-        "stm_core/sync_admin.py is out of step with Admin: run "
+        "stm_core/sync/admin.py is out of step with Admin: run "
         "`python tools/gen_sync_admin.py`")
 
 

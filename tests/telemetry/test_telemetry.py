@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from stm_core import telemetry
+from stm_core._util import telemetry
 from stm_core.models import HistoryMessage, PersonaResponse, Turn
 from stm_core.settings import Settings
 from stm_core.storage.records import MemoryKey, MemoryWrite
@@ -182,7 +182,7 @@ async def test_listener_reconnects_and_staleness_are_reported(pg_url: str, open_
 def test_without_an_sdk_stm_never_imports_opentelemetry(tmp_path: Path) -> None:
     code = f"""
 import asyncio, sys
-from stm_core import telemetry
+from stm_core._util import telemetry
 from stm_core.models import Turn, HistoryMessage, PersonaResponse
 from stm_core.store import open_store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stm_core.intent import detect_long_term_intent
+from stm_core.text.intent import detect_long_term_intent
 
 # Each phrase of reference §3.1 is written out in tests/rules/test_long_term_intent_phrases.py.
 

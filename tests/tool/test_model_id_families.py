@@ -10,7 +10,7 @@ import pytest
 
 from stm_core import hookimpl
 from stm_core.models import Turn
-from stm_core.providers import resolve_provider
+from stm_core.plugins.providers import resolve_provider
 from stm_core.store import open_store
 
 # Each test starts as a fresh process would: no key warned about yet.

@@ -14,13 +14,13 @@ import pytest
 
 from stm_core import hookimpl
 from stm_core.errors import ConfigurationError, UnknownProvider, ValidationError
-from stm_core.hooks import Hooks
 from stm_core.models import Turn
 from stm_core.plugins import create_plugin_manager
-from stm_core.providers import ProviderKey, provider_family, resolve_provider
+from stm_core.plugins import providers as formats
+from stm_core.plugins.hooks import Hooks
+from stm_core.plugins.providers import ProviderKey, provider_family, resolve_provider
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
-from stm_core.tool import formats
 
 FORMATS_LOG = "stm.tool.formats"
 

@@ -9,9 +9,9 @@ import pytest
 
 from stm_core import ToolFormat, hookimpl
 from stm_core.errors import PluginError, UnknownProvider, ValidationError
-from stm_core.hooks import Hooks
 from stm_core.models import Turn
 from stm_core.plugins import create_plugin_manager
+from stm_core.plugins.hooks import Hooks
 from stm_core.settings import Settings
 from stm_core.store import Stm, open_store
 
@@ -78,7 +78,7 @@ def test_a_far_provider_gets_no_guess_and_no_model_text() -> None:
 
 
 def test_at_most_three_providers_are_suggested() -> None:
-    from stm_core.tool.formats import unknown_provider
+    from stm_core.plugins.providers import unknown_provider
 
     house = ToolFormat(key="house", render=lambda schema: {})
     claims = dict.fromkeys(("acme1", "acme2", "acme3", "acme4"), house)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from stm_core.engine.profile import SUMMARY_FIELD_DESCRIPTION
 from stm_core.errors import ValidationError
 from stm_core.models import Turn
-from stm_core.profile import SUMMARY_FIELD_DESCRIPTION
 from stm_core.store import Stm
 from stm_core.tool import TOOL_NAME
 from stm_core.tool.schema import build_tool_schema

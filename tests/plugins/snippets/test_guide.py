@@ -19,7 +19,7 @@ import stm_scratch
 from my_bot import textsynth_may_use_the_tool
 from my_traced_bot import traced_plugin_manager
 
-from stm_core.hooks import Hooks
+from stm_core.plugins.hooks import Hooks
 from stm_core.store import open_store
 
 ROOT = Path(__file__).resolve().parents[3]
