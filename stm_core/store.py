@@ -195,23 +195,20 @@ class Stm:
         except :class:`ValidationError` when ``turn`` is not a :class:`Turn`
         and :class:`StoreClosed` after :meth:`aclose`."""
         instance_of(turn, Turn, "turn")
-        with self._calls:
-            return await self._build_context(turn)
-
-    async def _build_context(self, turn: Turn) -> StmContext:
-        tracer = telemetry.tracer()
-        if tracer is None:  # nobody collects spans: the plain call
-            context = await build.build_context(self.engine, turn)
-        else:
-            with tracer.start_as_current_span("stm.build_context") as span:
-                misses = self.cache.stats.misses
+        with self._calls:  # in this frame: a second coroutine per turn costs more than it
+            tracer = telemetry.tracer()
+            if tracer is None:  # nobody collects spans: the plain call
                 context = await build.build_context(self.engine, turn)
-                span.set_attributes({
-                    **self._turn_attributes(turn),
-                    "stm.items": len(context.memory_items),
-                    "stm.nudge": context.nudge_item is not None,
-                    "stm.cache_hit": self.cache.stats.misses == misses,
-                    "stm.memory_depth": context.memory_injection_depth})
+            else:
+                with tracer.start_as_current_span("stm.build_context") as span:
+                    misses = self.cache.stats.misses
+                    context = await build.build_context(self.engine, turn)
+                    span.set_attributes({
+                        **self._turn_attributes(turn),
+                        "stm.items": len(context.memory_items),
+                        "stm.nudge": context.nudge_item is not None,
+                        "stm.cache_hit": self.cache.stats.misses == misses,
+                        "stm.memory_depth": context.memory_injection_depth})
         if context.nudge_item is not None:
             telemetry.counts.nudges_shown += 1
         return context
