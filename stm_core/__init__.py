@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from stm_core._util import moved_paths
 
-moved_paths.install()
+moved_paths.serve_old_paths()
 
 # The public names, imported plainly, once the finder is in place (it makes
 # `stm_core.inject` callable).

@@ -177,7 +177,7 @@ class MovedPathFinder:
         return importlib.machinery.ModuleSpec(fullname, alias)  # type: ignore[arg-type]
 
 
-def install() -> None:
+def serve_old_paths() -> None:
     """Serve the old paths (once per process)."""
     if not any(f is MovedPathFinder for f in sys.meta_path):
         sys.meta_path.insert(0, MovedPathFinder)
