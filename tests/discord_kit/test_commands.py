@@ -299,7 +299,7 @@ async def test_persona_edit_picker_modal_save_and_picker_again(run: Running) -> 
     assert [(s.slug, s.text) for s in after.sections][1] == ("plans", "sculpt")
     assert after.turns_since_refresh == key.turns_since_refresh
     # The editor's own copy is written too.
-    mine = await run.stm.live_record(MemoryKey.user("42", str(GENERAL.id), "1", SERVER))
+    mine = await run.stm.engine.live_record(MemoryKey.user("42", str(GENERAL.id), "1", SERVER))
     assert mine is not None and mine.categories["plans"] == "sculpt"
 
 
