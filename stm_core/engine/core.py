@@ -42,7 +42,6 @@ from stm_core.plugins import StmPluginManager
 from stm_core.plugins.hooks import Hooks
 from stm_core.settings import Settings
 from stm_core.storage.complete import CompleteStorage
-from stm_core.storage.newest import newest_server_rows
 from stm_core.storage.protocol import (
     ReportedWrites,
     StorageAdapter,
@@ -240,7 +239,7 @@ class Engine:
         keep = min(COLD_VIEW_ROWS, self.settings.cache_max_rows_per_view)
 
         async def newest(since: int) -> list[MemoryRecord]:
-            (rows,) = await newest_server_rows(self.adapter, [NewestRows(
+            (rows,) = await self.storage.newest_server_rows([NewestRows(
                 server_id=server_id, updated_since_ms=since, limit=keep + 1)])
             return rows
 
@@ -301,7 +300,7 @@ class Engine:
                 try:
                     read = _scope_read(server_id, scope, since_ms=now_ms - env.longest_ttl_ms,
                                        crude_since_ms=crude_since, max_rows=max_rows)
-                    (rows,) = await newest_server_rows(self.adapter, [read])
+                    (rows,) = await self.storage.newest_server_rows([read])
                     # More stand below: the last row read says from where it lacks rows.
                     below = place(rows.pop()) if len(rows) == read.limit else None
                     scoped = cache.new_scope(scope, rows, crude_since_ms=crude_since,
@@ -572,7 +571,7 @@ class Engine:
             return
         keys = [k for view in cache.servers.values() for k in view.keys_older_than(cutoff_ms)]
         keys += [k for user in cache.users.values()
-                 for k, r in user.memories.records.items() if r.updated_at_ms < cutoff_ms]
+                 for k in user.memories.keys_older_than(cutoff_ms)]
         if keys:
             cache.drop_scopes(keys)
 

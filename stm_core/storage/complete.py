@@ -9,7 +9,9 @@ lacks is filled in here, once.
   :class:`~stm_core.storage.protocol.UserErasure` and
   :class:`~stm_core.storage.protocol.StorageInventory`: without them, asking
   for the capability raises a typed error naming the adapter (a row's kept
-  revisions, for export and erasure, read as none).
+  revisions, for export and erasure, read as none);
+* :class:`~stm_core.storage.protocol.BoundedReads`: without it, a server's
+  newest rows are cut from its whole load window.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from stm_core.errors import ConfigurationError, StorageError
+from stm_core.storage.newest import newest_server_rows
 from stm_core.storage.protocol import (
     AtomicServerEdits,
     MemoryHistory,
@@ -27,7 +30,14 @@ from stm_core.storage.protocol import (
     StorageInventory,
     UserErasure,
 )
-from stm_core.storage.records import CategoryRecord, MemoryKey, MemoryRevision, ServerSettings
+from stm_core.storage.records import (
+    CategoryRecord,
+    MemoryKey,
+    MemoryRecord,
+    MemoryRevision,
+    NewestRows,
+    ServerSettings,
+)
 
 
 class CompleteStorage:
@@ -82,6 +92,11 @@ class CompleteStorage:
             return adapter
         raise ConfigurationError(_lacks(adapter, "keeps no memory history (it lacks the "
                                                  "optional MemoryHistory capability)"))
+
+    async def newest_server_rows(self, reads: Sequence[NewestRows]) -> list[list[MemoryRecord]]:
+        """Each read's rows, newest first: by the adapter's bounded reads, or
+        cut from its whole load window (:mod:`stm_core.storage.newest`)."""
+        return await newest_server_rows(self._adapter(), reads)
 
     async def kept_revisions(self, key: MemoryKey) -> list[MemoryRevision]:
         """The row's kept revisions; none where the adapter keeps no history."""
